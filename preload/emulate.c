@@ -1,0 +1,74 @@
+/*
+ * The one dispatcher both interception paths share: a table from syscall
+ * number to handler, counted and (at debug level) logged with the program's
+ * calling site.
+ */
+#include "preload/emulate.h"
+
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+
+#include "preload/log.h"
+#include "preload/ring.h"
+#include "preload/ring_io.h"
+#include "preload/site.h"
+#include "preload/sys.h"
+
+struct emu_call {
+	long nr;
+	const char *name;
+	long (*fn)(const long a[6]);
+	atomic_ulong *count;
+};
+
+static const struct emu_call emu_calls[] = {
+	{ __NR_io_uring_setup, "io_uring_setup", emu_setup, &bufsel.n.setup },
+	{ __NR_io_uring_enter, "io_uring_enter", emu_enter, &bufsel.n.enter },
+	{ __NR_io_uring_register, "io_uring_register", emu_register, &bufsel.n.reg },
+	{ SYS_mmap, "mmap", emu_mmap, &bufsel.n.mmap },
+};
+
+static const struct emu_call *emu_lookup(long nr)
+{
+	for (size_t i = 0; i < sizeof(emu_calls) / sizeof(emu_calls[0]); i++)
+		if (emu_calls[i].nr == nr)
+			return &emu_calls[i];
+	return NULL;
+}
+
+int emulate_handles(long nr)
+{
+	return emu_lookup(nr) != NULL;
+}
+
+long emu_enter(const long a[6])
+{
+	unsigned flags = (unsigned)a[3];
+	struct ring *r = flags & IORING_ENTER_REGISTERED_RING ? ring_get_registered((unsigned)a[0])
+							      : ring_get((int)a[0]);
+	if (!r)
+		return sys_call6(__NR_io_uring_enter, a[0], a[1], a[2], a[3], a[4], a[5]);
+	long ret = ring_enter(r, (unsigned)a[1], (unsigned)a[2], flags & ~IORING_ENTER_REGISTERED_RING,
+			      (const void *)a[4], (size_t)a[5]);
+	ring_put(r);
+	return ret;
+}
+
+long emulate_syscall(long nr, const long a[6], const struct call_site *cs)
+{
+	const struct emu_call *c = emu_lookup(nr);
+	if (!c)
+		return -ENOSYS;
+	atomic_fetch_add_explicit(c->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(cs->path == PATH_TRAP ? &bufsel.n.trapped : &bufsel.n.hooked, 1,
+				  memory_order_relaxed);
+	long ret = c->fn(a);
+	if (bufsel_log_on(BUFSEL_LOG_DEBUG)) {
+		char site[256];
+		site_describe(cs, site, sizeof(site));
+		log_debug("%s(%ld, %ld, %ld, %ld) = %ld via %s from %s", c->name, a[0], a[1], a[2],
+			  a[3], ret, cs->path == PATH_TRAP ? "trap" : "libc", site);
+	}
+	return ret;
+}

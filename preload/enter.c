@@ -1,0 +1,45 @@
+/*
+ * io_uring_enter on a shadowed ring.  One real enter does the submission and
+ * the wait, so return values, -EINTR, -ETIME and the "fewer submitted than
+ * asked means no wait" rule are the kernel's own; bufsel only translates the
+ * counts: the wait asks the kernel for what the shadow CQ still lacks.
+ */
+#include "preload/ring_io.h"
+
+#include <sys/syscall.h>
+
+#include "preload/sys.h"
+
+long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
+		const void *argp, size_t argsz)
+{
+	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
+	struct submit_batch b = {0};
+	unsigned kto_submit = 0, kmin = 0;
+	int submitting = to_submit || sqpoll;
+
+	if (submitting) {
+		spin_lock(&r->sq_lock);
+		submit_prepare(r, to_submit, &b);
+		kto_submit = sqpoll ? to_submit : b.copied;
+		/* Natively a short submission skips the wait. */
+		if (!sqpoll && b.copied < to_submit)
+			flags &= ~IORING_ENTER_GETEVENTS;
+	}
+	if (flags & IORING_ENTER_GETEVENTS) {
+		unsigned ready = complete_ready(r);
+		if (!ready)
+			ready = complete_reap(r);
+		kmin = min_complete > ready ? min_complete - ready : 0;
+	}
+	long ret = 0;
+	if (kto_submit || (flags & ~IORING_ENTER_REGISTERED_RING) || sqpoll)
+		ret = sys_call6(__NR_io_uring_enter, r->priv_fd, kto_submit, kmin, flags, (long)argp,
+				(long)argsz);
+	if (submitting) {
+		submit_finish(r, &b, ret);
+		spin_unlock(&r->sq_lock);
+	}
+	complete_reap(r);
+	return ret;
+}

@@ -1,0 +1,74 @@
+/*
+ * Start and end of bufsel inside a host process.  The constructor reads the
+ * configuration (a bad value stops the program here, before main, with one
+ * line per problem), maps the trampoline, takes over SIGSYS and installs the
+ * trap.  Anything that fails leaves bufsel inactive: the program then runs
+ * as if bufsel were not there, and says so once.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload/hooks.h"
+#include "preload/log.h"
+#include "preload/ring.h"
+#include "preload/signals.h"
+#include "preload/site.h"
+#include "preload/state.h"
+#include "preload/sys.h"
+#include "preload/trap.h"
+
+struct bufsel_state bufsel;
+
+extern char **environ;
+
+static void after_fork_child(void)
+{
+	ring_after_fork();
+	atomic_store(&bufsel.sigsys_lock, 0);
+}
+
+__attribute__((constructor)) static void bufsel_init(void)
+{
+	char err[4096];
+	if (conf_load(&bufsel.conf, environ, err, sizeof(err))) {
+		sys_write(2, err, strlen(err));
+		_exit(1);
+	}
+	hooks_init();
+	signals_init();
+	site_init();
+	int r = sys_trampoline_init();
+	if (r) {
+		log_error("cannot map the trampoline at 0x%lx (%s): bufsel is inactive, io_uring goes to the kernel",
+			  SYS_TRAMPOLINE_ADDR, strerror(-r));
+		return;
+	}
+	trap_handler_install();
+	bufsel.trap_installed = 1;
+	if (trap_already_present()) {
+		log_debug("trap inherited from the parent process; not stacking another filter");
+	} else if ((r = trap_install())) {
+		bufsel.trap_installed = 0;
+		log_error("cannot install the seccomp filter (%s): bufsel is inactive, io_uring goes to the kernel",
+			  strerror(-r));
+		return;
+	}
+	pthread_atfork(NULL, NULL, after_fork_child);
+	bufsel.active = 1;
+	log_debug("loaded: mode %s", bufsel.conf.mode == BUFSEL_MODE_PASSTHROUGH ? "passthrough" : "emulate");
+}
+
+__attribute__((destructor)) static void bufsel_fini(void)
+{
+	if (!bufsel_log_on(BUFSEL_LOG_INFO))
+		return;
+	const struct bufsel_counters *n = &bufsel.n;
+	bufsel_log(BUFSEL_LOG_INFO,
+		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu",
+		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,
+		   n->trapped, n->hooked);
+}

@@ -1,0 +1,43 @@
+/*
+ * io_uring_register on a shadowed ring.  The program's fd is the real ring,
+ * so every opcode goes to the kernel as it is; bufsel only has to learn from
+ * the ring-fd registrations which index names which ring, because
+ * IORING_ENTER_REGISTERED_RING enters carry an index instead of an fd.
+ */
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+
+#include "preload/emulate.h"
+#include "preload/ring.h"
+#include "preload/sys.h"
+#include "preload/uaccess.h"
+#include "preload/uring_abi.h"
+
+#define RING_FD_UPDATES_MAX 16
+
+static void learn_ring_fds(unsigned opcode, const void *arg, unsigned nr, long ret)
+{
+	struct io_uring_rsrc_update up[RING_FD_UPDATES_MAX];
+	if (ret <= 0 || nr > RING_FD_UPDATES_MAX || copy_from_prog(up, arg, nr * sizeof(up[0])))
+		return;
+	for (long i = 0; i < ret && i < (long)nr; i++) {
+		if (opcode == IORING_UNREGISTER_RING_FDS) {
+			ring_set_registered(up[i].offset, NULL);
+			continue;
+		}
+		struct ring *r = ring_get((int)up[i].data);
+		ring_set_registered(up[i].offset, r);
+		if (r)
+			ring_put(r);
+	}
+}
+
+long emu_register(const long a[6])
+{
+	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
+	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)
+		learn_ring_fds(opcode, (const void *)a[2], (unsigned)a[3], ret);
+	return ret;
+}

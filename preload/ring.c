@@ -1,0 +1,239 @@
+#define _GNU_SOURCE
+/*
+ * The fd → ring table.  Lookups run in the SIGSYS handler and from libc hooks
+ * on any thread, so they take no lock: rings sit in a static array, a lookup
+ * takes a reference with CAS, and the last reference tears a ring down.  A
+ * ring is released only once no fd of the program refers to its file (the
+ * program may have dup'd it), which is asked of the kernel with kcmp.
+ */
+#include "preload/ring.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "preload/log.h"
+#include "preload/sys.h"
+
+static struct ring ring_store[RING_SLOTS];
+
+/* IORING_REGISTER_RING_FDS registrations are per task in the kernel, so the
+ * index → ring map is per thread too. */
+#define REG_RING_MAX 16
+static __thread struct ring *reg_rings[REG_RING_MAX];
+
+void spin_lock(struct spin *s)
+{
+	for (unsigned spins = 0; atomic_exchange_explicit(&s->v, 1, memory_order_acquire); spins++)
+		if (spins > 64)
+			sys_call3(SYS_sched_yield, 0, 0, 0);
+}
+
+void spin_unlock(struct spin *s)
+{
+	atomic_store_explicit(&s->v, 0, memory_order_release);
+}
+
+static int same_file(int fd, const struct ring *r)
+{
+	return sys_kcmp_file(fd, r->priv_fd) == 0;
+}
+
+struct ring *ring_alloc(void)
+{
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&r->claimed, &expect, 1)) {
+			memset((char *)r, 0, offsetof(struct ring, claimed));
+			r->prog_fd = r->priv_fd = r->mem_fd = -1;
+			atomic_store(&r->refs, 1);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+void ring_publish(struct ring *r)
+{
+	atomic_store_explicit(&r->live, 1, memory_order_release);
+}
+
+static void ring_destroy(struct ring *r)
+{
+	if (r->sh.mem)
+		sys_munmap(r->sh.mem, r->sh.lay.total_len);
+	if (r->real_sqes_map)
+		sys_munmap(r->real_sqes_map, r->real_sqes_len);
+	if (r->real_cq_map && r->real_cq_map != r->real_sq_map)
+		sys_munmap(r->real_cq_map, r->real_cq_len);
+	if (r->real_sq_map)
+		sys_munmap(r->real_sq_map, r->real_sq_len);
+	if (r->mem_fd >= 0)
+		sys_close(r->mem_fd);
+	if (r->priv_fd >= 0)
+		sys_close(r->priv_fd);
+	r->prog_fd = r->priv_fd = r->mem_fd = -1;
+}
+
+void ring_put(struct ring *r)
+{
+	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+		ring_destroy(r);
+		atomic_store_explicit(&r->claimed, 0, memory_order_release);
+	}
+}
+
+void ring_abandon(struct ring *r)
+{
+	ring_put(r);
+}
+
+static struct ring *ring_tryget(struct ring *r)
+{
+	int n = atomic_load_explicit(&r->refs, memory_order_acquire);
+	while (n > 0) {
+		if (atomic_compare_exchange_weak(&r->refs, &n, n + 1)) {
+			if (atomic_load_explicit(&r->live, memory_order_acquire))
+				return r;
+			ring_put(r);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+int ring_is_fd(int fd)
+{
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		if (atomic_load_explicit(&r->live, memory_order_acquire) && r->prog_fd == fd)
+			return 1;
+	}
+	return 0;
+}
+
+int ring_owns_fd(int fd)
+{
+	return ring_next_owned_fd((unsigned)fd, (unsigned)fd) == fd && fd >= 0;
+}
+
+int ring_next_owned_fd(unsigned lo, unsigned hi)
+{
+	long best = -1;
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		if (!atomic_load_explicit(&r->live, memory_order_acquire))
+			continue;
+		int fds[2] = { r->priv_fd, r->mem_fd };
+		for (int k = 0; k < 2; k++)
+			if (fds[k] >= 0 && (unsigned)fds[k] >= lo && (unsigned)fds[k] <= hi &&
+			    (best < 0 || fds[k] < best))
+				best = fds[k];
+	}
+	return (int)best;
+}
+
+struct ring *ring_get(int fd)
+{
+	if (fd < 0)
+		return NULL;
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
+			continue;
+		if ((r = ring_tryget(r)) && r->prog_fd == fd)
+			return r;
+		if (r)
+			ring_put(r);
+	}
+	/* A dup of a ring fd: ask the kernel whether it is one of our files. */
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		if (!atomic_load_explicit(&r->live, memory_order_acquire))
+			continue;
+		if ((r = ring_tryget(r)) && same_file(fd, r))
+			return r;
+		if (r)
+			ring_put(r);
+	}
+	return NULL;
+}
+
+struct ring *ring_get_registered(unsigned index)
+{
+	struct ring *r = index < REG_RING_MAX ? reg_rings[index] : NULL;
+	return r ? ring_tryget(r) : NULL;
+}
+
+void ring_set_registered(unsigned index, struct ring *r)
+{
+	if (index < REG_RING_MAX)
+		reg_rings[index] = r;
+}
+
+/* Drops the table's reference; the ring goes when its last user does. */
+static void ring_release(struct ring *r)
+{
+	int one = 1;
+	if (!atomic_compare_exchange_strong(&r->live, &one, 0))
+		return;
+	log_debug("ring fd %d released", r->prog_fd);
+	ring_put(r);
+}
+
+/* Does any fd of the process other than bufsel's own refer to r's file? */
+static int ring_alive(const struct ring *r)
+{
+	if (same_file(r->prog_fd, r))
+		return 1;
+	int dir = (int)sys_call6(SYS_openat, AT_FDCWD, (long)"/proc/self/fd",
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+	if (dir < 0)
+		return 1;	/* cannot tell: keeping a ring is safer than losing one */
+	char buf[2048];
+	int alive = 0;
+	long n;
+	while (!alive && (n = sys_call3(SYS_getdents64, dir, (long)buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n && !alive;) {
+			struct dirent64 *d = (void *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			int fd = atoi(d->d_name);
+			if (fd != r->priv_fd && fd != r->mem_fd && fd != dir && same_file(fd, r))
+				alive = 1;
+		}
+	}
+	sys_close(dir);
+	return alive;
+}
+
+void ring_sweep(void)
+{
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		if (atomic_load(&r->live) && !ring_alive(r))
+			ring_release(r);
+	}
+}
+
+void ring_closed(int fd)
+{
+	for (int i = 0; i < RING_SLOTS; i++) {
+		struct ring *r = &ring_store[i];
+		if (atomic_load(&r->live) && r->prog_fd == fd && !ring_alive(r))
+			ring_release(r);
+	}
+}
+
+void ring_after_fork(void)
+{
+	for (int i = 0; i < RING_SLOTS; i++) {
+		atomic_store(&ring_store[i].sq_lock.v, 0);
+		atomic_store(&ring_store[i].cq_lock.v, 0);
+	}
+}

@@ -1,0 +1,78 @@
+/*
+ * A shadowed ring: the kernel's real ring, bufsel's shadow of it, and the fd
+ * bookkeeping that ties the two to the program.  The program holds the real
+ * ring's fd (so fd numbers, readiness and io_uring_register all behave as
+ * natively); its mmap of that fd is answered with the shadow memory.
+ *
+ * Ownership: the shadow SQ head, CQ tail and SQ flags are written by bufsel
+ * only; the shadow SQ tail and CQ head by the program only.  The real SQ tail
+ * and CQ head are bufsel's, the real SQ head and CQ tail the kernel's.
+ * sq_lock serialises draining (submitters), cq_lock reaping (any enter); a
+ * program may submit on one thread and reap on another, as liburing allows.
+ */
+#ifndef BUFSEL_PRELOAD_RING_H
+#define BUFSEL_PRELOAD_RING_H
+
+#include <linux/io_uring.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preload/shadow.h"
+
+struct spin { atomic_int v; };
+
+struct ring {
+	int prog_fd;		/* the fd number the program got from setup */
+	int priv_fd;		/* bufsel's own reference to the same file, high fd */
+	int mem_fd;		/* memfd holding the shadow rings and SQEs */
+	unsigned setup_flags;
+	unsigned features;
+
+	struct shadow sh;	/* bufsel's mapping of the shadow */
+
+	/* The real ring, as mapped by bufsel. */
+	void *real_sq_map, *real_cq_map, *real_sqes_map;
+	size_t real_sq_len, real_cq_len, real_sqes_len;
+	_Atomic unsigned *rsq_head, *rsq_tail, *rsq_flags, *rsq_array;
+	unsigned rsq_mask, rsq_entries;
+	_Atomic unsigned *rcq_head, *rcq_tail, *rcq_overflow;
+	unsigned rcq_mask, rcq_entries;
+	struct io_uring_sqe *rsqes;
+	struct io_uring_cqe *rcqes;
+
+	struct spin sq_lock, cq_lock;
+
+	/* Table bookkeeping: the table holds one reference while live is set,
+	 * every user of a lookup one more; the last put tears the ring down and
+	 * only then frees the slot (claimed back to 0). */
+	atomic_int claimed;
+	atomic_int refs;
+	atomic_int live;
+};
+
+/*
+ * Rings live in a fixed array that is never freed, so a lookup racing with a
+ * teardown on another thread touches valid memory and sees refs/live change;
+ * lookups take no lock, which the SIGSYS handler requires.
+ */
+#define RING_SLOTS 1024
+
+struct ring *ring_alloc(void);			/* a claimed slot, zeroed, refs 1, not live */
+void ring_publish(struct ring *r);		/* make it findable */
+void ring_abandon(struct ring *r);		/* undo ring_alloc after a failed setup */
+struct ring *ring_get(int fd);			/* by fd (or a dup of it); takes a ref */
+struct ring *ring_get_registered(unsigned index);
+void ring_put(struct ring *r);
+void ring_set_registered(unsigned index, struct ring *r);
+int ring_is_fd(int fd);
+int ring_owns_fd(int fd);			/* one of bufsel's private fds? */
+int ring_next_owned_fd(unsigned lo, unsigned hi);	/* lowest private fd in [lo, hi], or -1 */				/* cheap: is fd some ring's prog_fd? */
+void ring_closed(int fd);			/* the program closed fd: release if unused */
+void ring_sweep(void);				/* release rings no fd refers to any more */
+void ring_after_fork(void);
+
+void spin_lock(struct spin *s);
+void spin_unlock(struct spin *s);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * Moving work across the shadow: submit.c drains the program's SQEs into the
+ * real SQ, complete.c moves the kernel's CQEs into the program's CQ, enter.c
+ * is io_uring_enter built from the two.
+ */
+#ifndef BUFSEL_PRELOAD_RING_IO_H
+#define BUFSEL_PRELOAD_RING_IO_H
+
+#include "preload/ring.h"
+
+struct submit_batch {
+	unsigned copied;	/* SQEs placed in the real SQ */
+	unsigned wanted;	/* what the program asked for (non-SQPOLL) */
+	int dropped;		/* an invalid SQ array index ended the batch */
+	unsigned sh_head;	/* shadow head before the batch */
+	unsigned real_tail;	/* real tail before the batch */
+};
+
+/* Caller holds r->sq_lock for both. */
+void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b);
+void submit_finish(struct ring *r, const struct submit_batch *b, long kret);
+
+/* Moves every CQE that fits; returns the number moved.  Takes r->cq_lock. */
+unsigned complete_reap(struct ring *r);
+unsigned complete_ready(const struct ring *r);
+
+long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
+		const void *argp, size_t argsz);
+
+#endif

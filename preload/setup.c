@@ -1,0 +1,175 @@
+#define _GNU_SOURCE
+/*
+ * io_uring_setup and the ring mmap.  The kernel creates the real ring first,
+ * so every validation and error is its own; bufsel then builds the shadow of
+ * the same sizes and hands the program offsets into it.  Rings whose setup
+ * flags change the memory layout or completion model in ways the shadow does
+ * not model are left to the kernel untouched.
+ */
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "preload/emulate.h"
+#include "preload/uring_abi.h"
+#include "preload/log.h"
+#include "preload/ring.h"
+#include "preload/ring_io.h"
+#include "preload/sys.h"
+#include "preload/uaccess.h"
+
+#define SETUP_SHADOWABLE                                                                        \
+	(IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP |   \
+	 IORING_SETUP_ATTACH_WQ | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL |             \
+	 IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SINGLE_ISSUER |     \
+	 IORING_SETUP_DEFER_TASKRUN)
+
+static long setup_forward(const long a[6])
+{
+	return sys_call3(__NR_io_uring_setup, a[0], a[1], 0);
+}
+
+static int map_real(struct ring *r, const struct io_uring_params *p)
+{
+	size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
+	size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
+	int single = p->features & IORING_FEAT_SINGLE_MMAP;
+	if (single && cq_len > sq_len)
+		sq_len = cq_len;
+	void *sq = sys_mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+			    r->priv_fd, IORING_OFF_SQ_RING);
+	if (sys_is_err((long)sq))
+		return (int)(long)sq;
+	r->real_sq_map = sq;
+	r->real_sq_len = sq_len;
+	void *cq = sq;
+	if (!single) {
+		cq = sys_mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+			      r->priv_fd, IORING_OFF_CQ_RING);
+		if (sys_is_err((long)cq))
+			return (int)(long)cq;
+	}
+	r->real_cq_map = cq;
+	r->real_cq_len = cq_len;
+	r->real_sqes_len = p->sq_entries * sizeof(struct io_uring_sqe);
+	void *sqes = sys_mmap(NULL, r->real_sqes_len, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_POPULATE, r->priv_fd, IORING_OFF_SQES);
+	if (sys_is_err((long)sqes))
+		return (int)(long)sqes;
+	r->real_sqes_map = sqes;
+
+	char *s = sq, *c = cq;
+	r->rsq_head = (void *)(s + p->sq_off.head);
+	r->rsq_tail = (void *)(s + p->sq_off.tail);
+	r->rsq_flags = (void *)(s + p->sq_off.flags);
+	r->rsq_array = (void *)(s + p->sq_off.array);
+	r->rsq_mask = *(unsigned *)(s + p->sq_off.ring_mask);
+	r->rsq_entries = *(unsigned *)(s + p->sq_off.ring_entries);
+	r->rcq_head = (void *)(c + p->cq_off.head);
+	r->rcq_tail = (void *)(c + p->cq_off.tail);
+	r->rcq_overflow = (void *)(c + p->cq_off.overflow);
+	r->rcq_mask = *(unsigned *)(c + p->cq_off.ring_mask);
+	r->rcq_entries = *(unsigned *)(c + p->cq_off.ring_entries);
+	r->rcqes = (void *)(c + p->cq_off.cqes);
+	r->rsqes = sqes;
+	return 0;
+}
+
+static int map_shadow(struct ring *r, const struct io_uring_params *p)
+{
+	struct shadow_layout lay;
+	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
+	int low = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
+	if (low < 0)
+		return low;
+	r->mem_fd = sys_dupfd_high(low);
+	sys_close(low);
+	if (r->mem_fd < 0)
+		return r->mem_fd;
+	long err = sys_call3(SYS_ftruncate, r->mem_fd, (long)lay.total_len, 0);
+	if (err)
+		return (int)err;
+	void *mem = sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+			     r->mem_fd, 0);
+	if (sys_is_err((long)mem))
+		return (int)(long)mem;
+	r->sh.sq_entries = p->sq_entries;
+	r->sh.cq_entries = p->cq_entries;
+	shadow_attach(&r->sh, &lay, mem);
+	return 0;
+}
+
+long emu_setup(const long a[6])
+{
+	struct io_uring_params p, *up = (void *)a[1];
+	if (copy_from_prog(&p, up, sizeof(p)))
+		return -EFAULT;
+	if (bufsel.conf.mode == BUFSEL_MODE_PASSTHROUGH)
+		return setup_forward(a);
+	if (p.flags & ~SETUP_SHADOWABLE) {
+		long fd = setup_forward(a);
+		if (fd >= 0)
+			log_warn("ring fd %ld: setup flags 0x%x include 0x%x, which bufsel does not shadow: "
+				 "passed through to the kernel untouched", fd, p.flags,
+				 p.flags & ~SETUP_SHADOWABLE);
+		return fd;
+	}
+	/* Rings the program closed with an unseen close() go before a new one. */
+	ring_sweep();
+
+	long fd = sys_call3(__NR_io_uring_setup, a[0], (long)&p, 0);
+	if (fd < 0)
+		return fd;
+	struct ring *r = ring_alloc();
+	if (!r) {
+		log_warn("ring fd %ld: more than %d rings alive, passed through to the kernel", fd,
+			 RING_SLOTS);
+		sys_close((int)fd);
+		return setup_forward(a);
+	}
+	r->prog_fd = (int)fd;
+	r->setup_flags = p.flags;
+	r->features = p.features;
+	int err = (r->priv_fd = sys_dupfd_high((int)fd)) < 0 ? r->priv_fd : 0;
+	if (!err)
+		err = map_real(r, &p);
+	if (!err)
+		err = map_shadow(r, &p);
+	if (err)
+		goto fail;
+
+	struct io_uring_params out = p;
+	shadow_fill_offsets(&r->sh.lay, &out.sq_off, &out.cq_off);
+	complete_reap(r);	/* sets the initial shadow flags */
+	if (copy_to_prog(up, &out, sizeof(out))) {
+		err = -EFAULT;
+		goto fail;
+	}
+	ring_publish(r);
+	atomic_fetch_add_explicit(&bufsel.n.rings, 1, memory_order_relaxed);
+	log_info("ring fd %ld: shadowed (sq %u, cq %u, flags 0x%x)", fd, p.sq_entries,
+		 p.cq_entries, p.flags);
+	return fd;
+fail:
+	ring_abandon(r);
+	sys_close((int)fd);
+	return err;
+}
+
+long emu_mmap(const long a[6])
+{
+	size_t len = (size_t)a[1];
+	int fd = (int)a[4];
+	uint64_t off = (uint64_t)a[5];
+	struct ring *r = ring_get(fd);
+	size_t memoff;
+
+	if (!r || off >= IORING_OFF_PBUF_RING)	/* buffer rings are the kernel's */
+		return sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
+	long ret = shadow_map_offset(&r->sh.lay, off, len, &memoff);
+	if (!ret)
+		ret = (long)sys_mmap((void *)a[0], len, (int)a[2], (int)a[3], r->mem_fd, (off_t)memoff);
+	ring_put(r);
+	return ret;
+}

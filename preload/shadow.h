@@ -1,0 +1,55 @@
+/*
+ * The shadow ring's memory: one memfd that holds the SQ and CQ ring fields
+ * (one region, as with IORING_FEAT_SINGLE_MMAP) followed by the SQE array.
+ * The program maps it through its ring fd; bufsel maps it once.  The layout
+ * follows the kernel's idea (head and tail on their own cache lines) but the
+ * program learns every offset from io_uring_params, so nothing depends on it.
+ */
+#ifndef BUFSEL_PRELOAD_SHADOW_H
+#define BUFSEL_PRELOAD_SHADOW_H
+
+#include <linux/io_uring.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct shadow_layout {
+	uint32_t sq_head, sq_tail, cq_head, cq_tail;
+	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
+	uint32_t sq_dropped, sq_flags, cq_flags, cq_overflow;
+	uint32_t cqes, sq_array;
+	size_t rings_len;	/* the region at IORING_OFF_SQ_RING (= CQ_RING) */
+	size_t sqes_off;	/* where the SQE array starts in the memfd */
+	size_t sqes_len;
+	size_t total_len;
+};
+
+struct shadow {
+	struct shadow_layout lay;
+	void *mem;		/* bufsel's mapping of the whole memfd */
+	_Atomic uint32_t *sq_head, *sq_tail, *sq_flags, *sq_dropped, *sq_array;
+	_Atomic uint32_t *cq_head, *cq_tail, *cq_overflow, *cq_flags;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
+};
+
+/* Computes the layout for a ring of the given (power of two) sizes. */
+void shadow_layout_init(struct shadow_layout *l, uint32_t sq_entries, uint32_t cq_entries,
+			size_t page);
+
+/* Fills the program's sq_off/cq_off from the layout. */
+void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets *so,
+			 struct io_cqring_offsets *co);
+
+/* Points the shadow's fields into mem and writes the constant ones. */
+void shadow_attach(struct shadow *s, const struct shadow_layout *l, void *mem);
+
+/* Where a program's mmap at io_uring offset `off` of length len lands in the
+ * memfd: 0 with *memoff set, or -EINVAL as the kernel would answer. */
+int shadow_map_offset(const struct shadow_layout *l, uint64_t off, size_t len, size_t *memoff);
+
+/* Invariants of a live shadow (debug builds and tests). */
+int shadow_check(const struct shadow *s);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * The one piece of process-wide mutable state in preload/: everything the
+ * shim knows about the host process lives in `bufsel`, so it is easy to see
+ * what fork must reset and what the SIGSYS handler may touch.  Counters are
+ * relaxed atomics: they are statistics, read once at exit.
+ */
+#ifndef BUFSEL_PRELOAD_STATE_H
+#define BUFSEL_PRELOAD_STATE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "conf/options.h"
+
+/* The kernel's view of a signal disposition (rt_sigaction's struct). */
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+struct bufsel_counters {
+	atomic_ulong setup, enter, reg, mmap, trapped, hooked, rings;
+};
+
+struct bufsel_state {
+	struct bufsel_conf conf;	/* immutable after the constructor */
+	int active;			/* 0: init failed, every call goes to libc/kernel as is */
+	int trap_installed;
+	struct ksigaction prog_sigsys;	/* what the program believes SIGSYS does */
+	atomic_int sigsys_lock;		/* guards prog_sigsys against concurrent sigaction */
+	struct bufsel_counters n;
+};
+
+extern struct bufsel_state bufsel;
+
+/* How a call reached bufsel: the trap, or a libc symbol. */
+enum call_path { PATH_TRAP, PATH_HOOK };
+
+struct call_site {
+	enum call_path path;
+	void *ucontext;		/* trapped context, NULL for a hook */
+	void *ret_addr;		/* the program's return address for a hook */
+};
+
+#endif

@@ -1,0 +1,139 @@
+#define _GNU_SOURCE
+#include "preload/trap.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include "preload/emulate.h"
+#include "preload/log.h"
+#include "preload/signals.h"
+#include "preload/site.h"
+#include "preload/sys.h"
+
+#define SD_NR offsetof(struct seccomp_data, nr)
+#define SD_ARCH offsetof(struct seccomp_data, arch)
+#define SD_IP_LO offsetof(struct seccomp_data, instruction_pointer)
+#define SD_IP_HI (SD_IP_LO + 4)
+#define SD_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define SD_ARG_HI(i) (SD_ARG_LO(i) + 4)
+
+#define LD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+#define JEQ(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (jt), (jf))
+#define JGE(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (jt), (jf))
+
+/* Instruction indexes of the two verdicts, for the relative jumps below. */
+enum { V_TRAP = 22, V_ALLOW = 23 };
+#define TO(target, pc) ((target) - (pc) - 1)
+
+
+static struct sock_filter trap_filter[] = {
+	/* 0 */ LD(SD_ARCH),
+	/* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, TO(V_ALLOW, 1)),
+	/* 2 */ LD(SD_IP_LO),
+	/* 3 */ JEQ((uint32_t)(SYS_TRAMPOLINE_ADDR + SYS_TRAMPOLINE_RET_OFF), 0, 2),
+	/* 4 */ LD(SD_IP_HI),
+	/* 5 */ JEQ((uint32_t)((SYS_TRAMPOLINE_ADDR + SYS_TRAMPOLINE_RET_OFF) >> 32), TO(V_ALLOW, 5), 0),
+	/* 6 */ LD(SD_NR),
+	/* 7 */ JEQ(__NR_io_uring_setup, TO(V_TRAP, 7), 0),
+	/* 8 */ JEQ(__NR_io_uring_enter, TO(V_TRAP, 8), 0),
+	/* 9 */ JEQ(__NR_io_uring_register, TO(V_TRAP, 9), 0),
+	/* 10 */ JEQ(__NR_mmap, 0, TO(V_ALLOW, 10)),
+	/* Ring mappings are MAP_SHARED|MAP_POPULATE by universal convention;
+	 * other shared file mappings are not worth a signal each. */
+	/* 11 */ LD(SD_ARG_LO(3)),
+	/* 12 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, MAP_TYPE | MAP_POPULATE),
+	/* 13 */ JEQ(MAP_SHARED | MAP_POPULATE, 1, 0),
+	/* 14 */ JEQ(MAP_SHARED_VALIDATE | MAP_POPULATE, 0, TO(V_ALLOW, 14)),
+	/* 15 */ LD(SD_ARG_HI(5)),
+	/* 16 */ JEQ(0, 0, TO(V_ALLOW, 16)),
+	/* 17 */ LD(SD_ARG_LO(5)),
+	/* 18 */ JEQ(0, TO(V_TRAP, 18), 0),
+	/* 19 */ JEQ(0x8000000, TO(V_TRAP, 19), 0),
+	/* 20 */ JEQ(0x10000000, TO(V_TRAP, 20), 0),
+	/* 21 */ JGE(0x80000000u, TO(V_TRAP, 21), TO(V_ALLOW, 21)),
+	/* 22 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | TRAP_DATA),
+	/* 23 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+_Static_assert(sizeof(trap_filter) / sizeof(trap_filter[0]) == V_ALLOW + 1, "verdict indexes");
+
+static volatile sig_atomic_t probe_trapped;
+
+static void sigsys_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	int saved_errno = errno;
+	if (si->si_code == SYS_SECCOMP && si->si_errno == TRAP_DATA) {
+		greg_t *g = uc->uc_mcontext.gregs;
+		long nr = si->si_syscall;
+		long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9] };
+		struct call_site cs = { PATH_TRAP, uc, (void *)g[REG_RIP] };
+		if (nr == __NR_io_uring_register && a[0] == -1 && a[1] == -1)
+			probe_trapped = 1;
+		if (bufsel.active && emulate_handles(nr))
+			g[REG_RAX] = emulate_syscall(nr, a, &cs);
+		else
+			g[REG_RAX] = sys_call6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	} else {
+		signals_chain(sig, si, uc);
+	}
+	/* The mask restored on return must keep SIGSYS deliverable. */
+	sigdelset(&uc->uc_sigmask, SIGSYS);
+	errno = saved_errno;
+}
+
+void trap_handler_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sigsys_handler;
+	/* NODEFER: a program signal handler that runs while bufsel waits in the
+	 * kernel may itself use io_uring, which must trap again, not kill. */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	signals_real_sigaction(SIGSYS, &sa, NULL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGSYS);
+	sys_call6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&s, 0, 8, 0, 0);
+}
+
+/*
+ * An exec'd child inherits its parent's filter, which already sends every
+ * io_uring call here: a second, identical filter would only add its cost to
+ * every system call.  The probe is an invalid register call issued outside
+ * the trampoline; it traps only if such a filter is there.
+ */
+int trap_already_present(void)
+{
+	register long r10 __asm__("r10") = 0;
+	long ret;
+	probe_trapped = 0;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((long)__NR_io_uring_register), "D"(-1L), "S"(-1L), "d"(0L), "r"(r10)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+	return probe_trapped;
+}
+
+int trap_install(void)
+{
+	struct sock_fprog prog = { sizeof(trap_filter) / sizeof(trap_filter[0]), trap_filter };
+	long r = sys_call3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, (long)&prog);
+	if (r == -EACCES) {
+		/* Without CAP_SYS_ADMIN the kernel wants no_new_privs first. */
+		sys_call6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+		log_info("no_new_privs set (not privileged): setuid programs run by this process will not gain privileges");
+		r = sys_call3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, (long)&prog);
+	}
+	return (int)r;
+}

@@ -1,0 +1,16 @@
+/*
+ * Reading and writing the program's memory without trusting its pointers:
+ * a bad pointer in a syscall argument or an SQE gives -EFAULT, as the kernel
+ * would, instead of a crash inside the host.  process_vm_readv on our own
+ * pid is a syscall, so these are for setup-time and per-request data, not
+ * per-byte loops.
+ */
+#ifndef BUFSEL_PRELOAD_UACCESS_H
+#define BUFSEL_PRELOAD_UACCESS_H
+
+#include <stddef.h>
+
+int copy_from_prog(void *dst, const void *src, size_t len);
+int copy_to_prog(void *dst, const void *src, size_t len);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * io_uring ABI constants newer than the system's <linux/io_uring.h> (Debian
+ * 12 ships 6.1 headers).  Values are the kernel's uapi; only defined here
+ * when the header lacks them.
+ */
+#ifndef BUFSEL_PRELOAD_URING_ABI_H
+#define BUFSEL_PRELOAD_URING_ABI_H
+
+#include <linux/io_uring.h>
+
+#ifndef IORING_OFF_PBUF_RING
+#define IORING_OFF_PBUF_RING 0x80000000ULL
+#endif
+#ifndef IORING_REGISTER_USE_REGISTERED_RING
+#define IORING_REGISTER_USE_REGISTERED_RING (1U << 31)
+#endif
+#ifndef IORING_SETUP_NO_MMAP
+#define IORING_SETUP_NO_MMAP (1U << 14)
+#endif
+
+#endif
