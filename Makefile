@@ -27,8 +27,10 @@ PROG_SRCS   := $(wildcard test/prog/*.c)
 PROG_BINS   := $(PROG_SRCS:test/prog/%.c=$(B)/test/prog/%)
 UNIT_SRCS   := $(wildcard test/unit/*.c)
 UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
-# Unit tests link the room they test; none of them links preload/ as a whole.
-UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS))
+# Unit tests link the room they test; none of them links preload/ as a whole,
+# only its pure parts (no system call in them): the shadow layout and the copy paths.
+UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
+	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick
 all: $(B)/libbufsel.so $(B)/bufsel
@@ -63,8 +65,16 @@ $(B)/test/unit/%: test/unit/%.c $(UNIT_LIBOBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIBOBJS) $(UNIT_LAUNCH_$*) -lcriterion -lpthread
 
-test: all $(PROG_BINS) $(UNIT_BINS)
+# The native-vs-bufsel runner: runs every program in its table three ways.
+$(B)/test/integration/compare: test/integration/compare.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+
+test: all $(PROG_BINS) $(UNIT_BINS) $(B)/test/integration/compare
 	@sh test/run-all.sh $(B)
+
+integration: all $(PROG_BINS) $(B)/test/integration/compare
+	BUFSEL_BUILD=$(B) $(B)/test/integration/compare
 
 asan:
 	$(MAKE) B=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" test

@@ -44,8 +44,8 @@ const struct conf_option conf_options[] = {
 };
 const size_t conf_option_count = sizeof(conf_options) / sizeof(conf_options[0]);
 
-/* Variables that belong to the launcher or the library's plumbing, not options. */
-static const char *const conf_reserved[] = { "BUFSEL_LAUNCHED" };
+/* Variables the launcher reads that are not library options. */
+static const char *const conf_reserved[] = { "BUFSEL_LIB" };
 
 static void env_name(char *dst, size_t len, const char *opt)
 {

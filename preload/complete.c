@@ -50,3 +50,10 @@ unsigned complete_reap(struct ring *r)
 	spin_unlock(&r->cq_lock);
 	return n;
 }
+
+void complete_sync_cq_flags(struct ring *r)
+{
+	unsigned f = atomic_load_explicit(r->sh.cq_flags, memory_order_relaxed);
+	if (r->rcq_flags && atomic_load_explicit(r->rcq_flags, memory_order_relaxed) != f)
+		atomic_store_explicit(r->rcq_flags, f, memory_order_relaxed);
+}

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "preload/crash.h"
 #include "preload/hooks.h"
 #include "preload/log.h"
 #include "preload/ring.h"
@@ -41,6 +42,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 	hooks_init();
 	signals_init();
 	site_init();
+	crash_init();
 	int r = sys_trampoline_init();
 	if (r) {
 		log_error("cannot map the trampoline at 0x%lx (%s): bufsel is inactive, io_uring goes to the kernel",

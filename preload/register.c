@@ -10,6 +10,7 @@
 
 #include "preload/emulate.h"
 #include "preload/ring.h"
+#include "preload/ring_io.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
 #include "preload/uring_abi.h"
@@ -36,6 +37,13 @@ static void learn_ring_fds(unsigned opcode, const void *arg, unsigned nr, long r
 long emu_register(const long a[6])
 {
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
+	if (!((unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING)) {
+		struct ring *r = ring_get((int)a[0]);
+		if (r) {
+			complete_sync_cq_flags(r);
+			ring_put(r);
+		}
+	}
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
 	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)
 		learn_ring_fds(opcode, (const void *)a[2], (unsigned)a[3], ret);

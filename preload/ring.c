@@ -25,18 +25,6 @@ static struct ring ring_store[RING_SLOTS];
 #define REG_RING_MAX 16
 static __thread struct ring *reg_rings[REG_RING_MAX];
 
-void spin_lock(struct spin *s)
-{
-	for (unsigned spins = 0; atomic_exchange_explicit(&s->v, 1, memory_order_acquire); spins++)
-		if (spins > 64)
-			sys_call3(SYS_sched_yield, 0, 0, 0);
-}
-
-void spin_unlock(struct spin *s)
-{
-	atomic_store_explicit(&s->v, 0, memory_order_release);
-}
-
 static int same_file(int fd, const struct ring *r)
 {
 	return sys_kcmp_file(fd, r->priv_fd) == 0;

@@ -19,8 +19,7 @@
 #include <stdint.h>
 
 #include "preload/shadow.h"
-
-struct spin { atomic_int v; };
+#include "preload/spin.h"
 
 struct ring {
 	int prog_fd;		/* the fd number the program got from setup */
@@ -36,7 +35,7 @@ struct ring {
 	size_t real_sq_len, real_cq_len, real_sqes_len;
 	_Atomic unsigned *rsq_head, *rsq_tail, *rsq_flags, *rsq_array;
 	unsigned rsq_mask, rsq_entries;
-	_Atomic unsigned *rcq_head, *rcq_tail, *rcq_overflow;
+	_Atomic unsigned *rcq_head, *rcq_tail, *rcq_overflow, *rcq_flags;
 	unsigned rcq_mask, rcq_entries;
 	struct io_uring_sqe *rsqes;
 	struct io_uring_cqe *rcqes;
@@ -72,7 +71,5 @@ void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_after_fork(void);
 
-void spin_lock(struct spin *s);
-void spin_unlock(struct spin *s);
 
 #endif

@@ -23,6 +23,7 @@ void submit_finish(struct ring *r, const struct submit_batch *b, long kret);
 /* Moves every CQE that fits; returns the number moved.  Takes r->cq_lock. */
 unsigned complete_reap(struct ring *r);
 unsigned complete_ready(const struct ring *r);
+void complete_sync_cq_flags(struct ring *r);
 
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		const void *argp, size_t argsz);

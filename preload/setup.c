@@ -69,6 +69,7 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 	r->rcq_head = (void *)(c + p->cq_off.head);
 	r->rcq_tail = (void *)(c + p->cq_off.tail);
 	r->rcq_overflow = (void *)(c + p->cq_off.overflow);
+	r->rcq_flags = p->cq_off.flags ? (void *)(c + p->cq_off.flags) : NULL;
 	r->rcq_mask = *(unsigned *)(c + p->cq_off.ring_mask);
 	r->rcq_entries = *(unsigned *)(c + p->cq_off.ring_entries);
 	r->rcqes = (void *)(c + p->cq_off.cqes);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "preload/crash.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -203,12 +204,21 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 			from_kernel(&kold, old);
 		return 0;
 	}
-	if (!act || !trap_owns_sigsys())
-		return real_sigaction(sig, act, old);
-	/* A handler that runs with SIGSYS blocked could not use io_uring. */
-	struct sigaction mine = *act;
-	sigdelset(&mine.sa_mask, SIGSYS);
-	return real_sigaction(sig, &mine, old);
+	struct sigaction mine;
+	if (act && trap_owns_sigsys()) {
+		/* A handler that runs with SIGSYS blocked could not use io_uring. */
+		mine = *act;
+		sigdelset(&mine.sa_mask, SIGSYS);
+		act = &mine;
+	}
+	int r = real_sigaction(sig, act, old);
+	if (!r && old && !(old->sa_flags & SA_SIGINFO) && crash_is_ours((const void *)old->sa_handler))
+		old->sa_handler = SIG_DFL;
+	else if (!r && old && (old->sa_flags & SA_SIGINFO) && crash_is_ours((const void *)old->sa_sigaction)) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+	}
+	return r;
 }
 
 long signals_rt_sigaction(const long a[6])
