@@ -9,26 +9,25 @@
 #include <errno.h>
 #include <linux/io_uring.h>
 #include <stdarg.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include "preload/emulate.h"
-#include "preload/hooks.h"
+#include "preload/real.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
 #include "preload/sys.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_close)(int);
-static int (*real_close_range)(unsigned, unsigned, int);
+REAL_DECL(mmap);
+REAL_DECL(close);
+REAL_DECL(close_range);
 
-void hooks_init(void)
+void *real_resolve(const char *name)
 {
-	real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-	real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
-	real_close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
+	return dlsym(RTLD_NEXT, name);
 }
 
 static long to_libc(long ret)
@@ -61,7 +60,7 @@ static long hook_close(int fd, int via_libc)
 {
 	if (closes_ours(fd))
 		return -EBADF;
-	long r = via_libc ? to_kernel_ret(real_close(fd)) : sys_call3(SYS_close, fd, 0, 0);
+	long r = via_libc ? to_kernel_ret(REAL(close)(fd)) : sys_call3(SYS_close, fd, 0, 0);
 	if (!r && bufsel.active && ring_is_fd(fd))
 		ring_closed(fd);
 	return r;
@@ -112,7 +111,7 @@ EXPORT long syscall(long nr, ...)
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (!bufsel.active || fd < 0 || (flags & MAP_TYPE) == MAP_PRIVATE || !ring_offset((uint64_t)off))
-		return real_mmap(addr, len, prot, flags, fd, off);
+		return REAL(mmap)(addr, len, prot, flags, fd, off);
 	long a[6] = { (long)addr, (long)len, prot, flags, fd, off };
 	return (void *)to_libc(hook_mmap(a, __builtin_return_address(0)));
 }
@@ -123,15 +122,19 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 EXPORT int close(int fd)
 {
 	if (!bufsel.active)
-		return real_close(fd);
+		return REAL(close)(fd);
 	return (int)to_libc(hook_close(fd, 1));
 }
 
 /* Closing a range must not take bufsel's own fds with it. */
 EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	if (!bufsel.active || !real_close_range)
-		return real_close_range ? real_close_range(first, last, flags) : (errno = ENOSYS, -1);
+	if (!REAL(close_range)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!bufsel.active)
+		return real_close_range(first, last, flags);
 	unsigned lo = first;
 	int ret = 0;
 	while (lo <= last && !ret) {

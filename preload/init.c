@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "preload/crash.h"
-#include "preload/hooks.h"
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
@@ -39,7 +38,6 @@ __attribute__((constructor)) static void bufsel_init(void)
 		sys_write(2, err, strlen(err));
 		_exit(1);
 	}
-	hooks_init();
 	signals_init();
 	site_init();
 	crash_init();

@@ -1,13 +1,13 @@
 #define _GNU_SOURCE
 #include "preload/signals.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
 
 #include "preload/crash.h"
+#include "preload/real.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -16,22 +16,18 @@
 #define KSIGSET_SIZE 8
 #define SIGSYS_BIT (1ULL << (SIGSYS - 1))
 
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
-static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
-static __sighandler_t (*real_signal)(int, __sighandler_t);
+REAL_DECL(sigaction);
+REAL_DECL(sigprocmask);
+REAL_DECL(pthread_sigmask);
+REAL_DECL(signal);
 
 /* Whether this thread's program code believes SIGSYS is blocked. */
 static __thread int prog_blocks_sigsys;
 
 void signals_init(void)
 {
-	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-	real_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
-	real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
-	real_signal = (__sighandler_t (*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal");
 	struct sigaction cur;
-	if (real_sigaction && !real_sigaction(SIGSYS, NULL, &cur)) {
+	if (REAL(sigaction) && !real_sigaction(SIGSYS, NULL, &cur)) {
 		bufsel.prog_sigsys.handler = (void *)cur.sa_handler;
 		bufsel.prog_sigsys.flags = (unsigned long)cur.sa_flags;
 		memcpy(&bufsel.prog_sigsys.mask, &cur.sa_mask, KSIGSET_SIZE);
@@ -40,7 +36,7 @@ void signals_init(void)
 
 int signals_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	return real_sigaction ? real_sigaction(sig, act, old) : -1;
+	return REAL(sigaction) ? real_sigaction(sig, act, old) : -1;
 }
 
 static int trap_owns_sigsys(void)
@@ -156,12 +152,12 @@ static int libc_mask(int how, const sigset_t *set, sigset_t *old,
 
 EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	return libc_mask(how, set, old, real_sigprocmask, 0);
+	return libc_mask(how, set, old, REAL(sigprocmask), 0);
 }
 
 EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	return libc_mask(how, set, old, real_pthread_sigmask, 1);
+	return libc_mask(how, set, old, REAL(pthread_sigmask), 1);
 }
 
 long signals_rt_sigprocmask(const long a[6])
@@ -211,7 +207,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		sigdelset(&mine.sa_mask, SIGSYS);
 		act = &mine;
 	}
-	int r = real_sigaction(sig, act, old);
+	int r = REAL(sigaction)(sig, act, old);
 	if (!r && old && !(old->sa_flags & SA_SIGINFO) && crash_is_ours((const void *)old->sa_handler))
 		old->sa_handler = SIG_DFL;
 	else if (!r && old && (old->sa_flags & SA_SIGINFO) && crash_is_ours((const void *)old->sa_sigaction)) {
@@ -241,7 +237,7 @@ long signals_rt_sigaction(const long a[6])
 EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
 	if (sig != SIGSYS || !trap_owns_sigsys())
-		return real_signal(sig, handler);
+		return REAL(signal)(sig, handler);
 	/* glibc's signal() has BSD semantics. */
 	struct ksigaction act = { .handler = (void *)handler, .flags = SA_RESTART }, old;
 	prog_swap(&act, &old);
