@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 B=build
 CC=${CC:-cc}
-PKGS="liburing-dev libcriterion-dev libunwind-dev gnuplot"
+PKGS="build-essential liburing-dev libcriterion-dev libunwind-dev"
 
 missing=""
 for p in $PKGS; do
