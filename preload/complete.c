@@ -18,10 +18,11 @@ static void complete_flags(struct ring *r, unsigned left)
 {
 	struct shadow *s = &r->sh;
 	unsigned real = atomic_load_explicit(r->rsq_flags, memory_order_relaxed);
-	/* TASKRUN is always shown: completions land in the real CQ while the
-	 * program is not in the kernel, and liburing only looks for them when
-	 * this flag (or CQ_OVERFLOW) asks it to enter. */
-	unsigned f = IORING_SQ_TASKRUN;
+	/* TASKRUN is shown unless a mover fills the shadow by itself:
+	 * completions land in the real CQ while the program is not in the
+	 * kernel, and liburing only looks for them when this flag (or
+	 * CQ_OVERFLOW) asks it to enter. */
+	unsigned f = r->has_mover ? 0 : IORING_SQ_TASKRUN;
 	if (left || (real & IORING_SQ_CQ_OVERFLOW))
 		f |= IORING_SQ_CQ_OVERFLOW;
 	/* Submission always has to reach bufsel, which feeds the SQ thread. */

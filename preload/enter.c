@@ -8,6 +8,7 @@
 
 #include <sys/syscall.h>
 
+#include "preload/mover.h"
 #include "preload/sys.h"
 
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
@@ -26,6 +27,12 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 		if (!sqpoll && b.copied < to_submit)
 			flags &= ~IORING_ENTER_GETEVENTS;
 	}
+	/* With a mover draining the real CQ, a kernel wait could sleep through
+	 * completions it already moved: wait on the shadow instead. */
+	int shadow_wait = r->has_mover && (flags & IORING_ENTER_GETEVENTS);
+	unsigned wait_flags = flags;
+	if (shadow_wait)
+		flags &= ~(IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG);
 	if (flags & IORING_ENTER_GETEVENTS) {
 		unsigned ready = complete_ready(r);
 		if (!ready)
@@ -37,11 +44,16 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	complete_sync_cq_flags(r);
 	long ret = 0;
 	if (kto_submit || (flags & ~IORING_ENTER_REGISTERED_RING) || sqpoll)
-		ret = sys_call6(__NR_io_uring_enter, r->priv_fd, kto_submit, kmin, flags, (long)argp,
-				(long)argsz);
+		ret = sys_call6(__NR_io_uring_enter, r->priv_fd, kto_submit, kmin, flags,
+				shadow_wait ? 0 : (long)argp, shadow_wait ? 0 : (long)argsz);
 	if (submitting) {
 		submit_finish(r, &b, ret);
 		spin_unlock(&r->sq_lock);
+	}
+	if (shadow_wait && ret >= 0) {
+		long w = mover_wait(r, min_complete, wait_flags, argp, argsz);
+		if (w < 0 && !ret)
+			ret = w;
 	}
 	complete_reap(r);
 	/* A wait that ends in an error with completions ready reports success:

@@ -67,7 +67,7 @@ __attribute__((destructor)) static void bufsel_fini(void)
 	if (!bufsel_log_on(BUFSEL_LOG_INFO))
 		return;
 	const struct bufsel_counters *n = &bufsel.n;
-	bufsel_log(BUFSEL_LOG_INFO,
+	bufsel_log_uncapped(BUFSEL_LOG_INFO,
 		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu",
 		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,
 		   n->trapped, n->hooked);

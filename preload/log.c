@@ -28,16 +28,11 @@ static int log_admit(void)
 	return n < LOG_LINES_PER_SEC;
 }
 
-void bufsel_log(enum bufsel_log_level level, const char *fmt, ...)
+static void log_line(const char *fmt, va_list ap)
 {
 	char line[512];
-	if (!bufsel_log_on(level) || !log_admit())
-		return;
 	int n = snprintf(line, sizeof(line), "bufsel: ");
-	va_list ap;
-	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	if (m < 0)
 		return;
 	n += m;
@@ -45,4 +40,24 @@ void bufsel_log(enum bufsel_log_level level, const char *fmt, ...)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
 	sys_write(2, line, (size_t)n);
+}
+
+void bufsel_log(enum bufsel_log_level level, const char *fmt, ...)
+{
+	if (!bufsel_log_on(level) || !log_admit())
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_line(fmt, ap);
+	va_end(ap);
+}
+
+void bufsel_log_uncapped(enum bufsel_log_level level, const char *fmt, ...)
+{
+	if (!bufsel_log_on(level))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_line(fmt, ap);
+	va_end(ap);
 }

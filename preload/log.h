@@ -13,6 +13,10 @@
 __attribute__((format(printf, 2, 3)))
 void bufsel_log(enum bufsel_log_level level, const char *fmt, ...);
 
+/* For the few lines that must never be dropped (the exit summary). */
+__attribute__((format(printf, 2, 3)))
+void bufsel_log_uncapped(enum bufsel_log_level level, const char *fmt, ...);
+
 static inline int bufsel_log_on(enum bufsel_log_level level)
 {
 	return level <= bufsel.conf.log;

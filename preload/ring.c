@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 
 #include "preload/log.h"
+#include "preload/mover.h"
 #include "preload/sys.h"
 
 static struct ring ring_store[RING_SLOTS];
@@ -37,7 +38,7 @@ struct ring *ring_alloc(void)
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&r->claimed, &expect, 1)) {
 			memset((char *)r, 0, offsetof(struct ring, claimed));
-			r->prog_fd = r->priv_fd = r->mem_fd = -1;
+			r->prog_fd = r->priv_fd = r->mem_fd = r->mover_wake_fd = -1;
 			atomic_store(&r->refs, 1);
 			return r;
 		}
@@ -64,7 +65,9 @@ static void ring_destroy(struct ring *r)
 		sys_close(r->mem_fd);
 	if (r->priv_fd >= 0)
 		sys_close(r->priv_fd);
-	r->prog_fd = r->priv_fd = r->mem_fd = -1;
+	if (r->mover_wake_fd >= 0)
+		sys_close(r->mover_wake_fd);
+	r->prog_fd = r->priv_fd = r->mem_fd = r->mover_wake_fd = -1;
 }
 
 void ring_put(struct ring *r)
@@ -116,8 +119,8 @@ int ring_next_owned_fd(unsigned lo, unsigned hi)
 		struct ring *r = &ring_store[i];
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
-		int fds[2] = { r->priv_fd, r->mem_fd };
-		for (int k = 0; k < 2; k++)
+		int fds[3] = { r->priv_fd, r->mem_fd, r->mover_wake_fd };
+		for (int k = 0; k < 3; k++)
 			if (fds[k] >= 0 && (unsigned)fds[k] >= lo && (unsigned)fds[k] <= hi &&
 			    (best < 0 || fds[k] < best))
 				best = fds[k];
@@ -170,6 +173,7 @@ static void ring_release(struct ring *r)
 	if (!atomic_compare_exchange_strong(&r->live, &one, 0))
 		return;
 	log_debug("ring fd %d released", r->prog_fd);
+	mover_stop(r);
 	ring_put(r);
 }
 
@@ -192,7 +196,7 @@ static int ring_alive(const struct ring *r)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			int fd = atoi(d->d_name);
-			if (fd != r->priv_fd && fd != r->mem_fd && fd != dir && same_file(fd, r))
+			if (fd != r->priv_fd && fd != dir && same_file(fd, r))
 				alive = 1;
 		}
 	}

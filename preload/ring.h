@@ -41,6 +41,8 @@ struct ring {
 	struct io_uring_cqe *rcqes;
 
 	struct spin sq_lock, cq_lock;
+	int has_mover;		/* SQPOLL: a bufsel thread moves completions */
+	int mover_wake_fd;	/* eventfd that tells the mover the ring is gone */
 
 	/* Table bookkeeping: the table holds one reference while live is set,
 	 * every user of a lookup one more; the last put tears the ring down and

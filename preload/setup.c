@@ -7,6 +7,7 @@
  * not model are left to the kernel untouched.
  */
 #include <errno.h>
+#include <string.h>
 #include <linux/io_uring.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -14,6 +15,7 @@
 #include "preload/emulate.h"
 #include "preload/uring_abi.h"
 #include "preload/log.h"
+#include "preload/mover.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
 #include "preload/sys.h"
@@ -148,8 +150,11 @@ long emu_setup(const long a[6])
 		goto fail;
 	}
 	ring_publish(r);
+	if ((p.flags & IORING_SETUP_SQPOLL) && (err = mover_start(r)))
+		log_warn("ring fd %ld: no completion mover (%s): completions move only when the program enters",
+			 fd, strerror(-err));
 	atomic_fetch_add_explicit(&bufsel.n.rings, 1, memory_order_relaxed);
-	log_info("ring fd %ld: shadowed (sq %u, cq %u, flags 0x%x)", fd, p.sq_entries,
+	log_debug("ring fd %ld: shadowed (sq %u, cq %u, flags 0x%x)", fd, p.sq_entries,
 		 p.cq_entries, p.flags);
 	return fd;
 fail:
