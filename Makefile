@@ -76,7 +76,10 @@ test: all $(PROG_BINS) $(UNIT_BINS) $(B)/test/integration/compare
 integration: all $(PROG_BINS) $(B)/test/integration/compare
 	BUFSEL_BUILD=$(B) $(B)/test/integration/compare
 
+# The same tests with the library, the programs and the tests built with
+# ASan+UBSan; a sanitizer report makes the reporting process fail its test.
 asan:
+	LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	$(MAKE) B=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" test
 
 demo:

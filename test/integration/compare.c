@@ -1,0 +1,548 @@
+/*
+ * Native versus bufsel: every program in test/prog runs
+ *   (a) natively, LD_PRELOAD and every BUFSEL_* variable removed,
+ *   (b) with LD_PRELOAD=<build>/libbufsel.so and BUFSEL_LOG=info,
+ *   (c) through the launcher, <build>/bufsel -- <program>, BUFSEL_LOG=info,
+ * and must exit 0 each time with byte-identical stdout. The programs print
+ * only what the kernel decided (CQEs, fd numbers, check lines), so any
+ * difference is a difference in behaviour.
+ *
+ * Identical output alone would also pass if the library were never loaded, so
+ * (b) and (c) must show the library's exit report on stderr,
+ *   bufsel: exit: pid=N rings=N setup=N enter=N register=N mmap=N trapped=N hooked=N
+ * one per process, with setup summed over all of them >= 1 for programs that
+ * make io_uring calls (children report for themselves) and == 0 for those
+ * that do not. A missing library or launcher fails; nothing here skips.
+ *
+ * The native suite runs each program twice and requires identical stdout, so
+ * a nondeterministic test program shows up as that, not as a bufsel bug.
+ *
+ * The build directory is $BUFSEL_BUILD (default "build"), made absolute.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * The table: program name (test/prog/<name>.c), timeout in seconds for one
+ * run, and whether it makes io_uring calls.
+ */
+#define PROGRAMS(X)                  \
+	X(nop_batch, 10, true)       \
+	X(file_rw, 10, true)         \
+	X(pipe_read, 10, true)       \
+	X(poll_multishot, 10, true)  \
+	X(spin_reap, 10, true)       \
+	X(socket_recv, 10, true)     \
+	X(link_fail, 10, true)       \
+	X(timeout, 10, true)         \
+	X(cancel, 10, true)          \
+	X(eventfd, 10, true)         \
+	X(reg_files, 10, true)       \
+	X(sqpoll, 10, true)          \
+	X(sqpoll_spin, 10, true)     \
+	X(defer_taskrun, 10, true)   \
+	X(setup_flags, 10, true)     \
+	X(cq_overflow, 10, true)     \
+	X(threads, 15, true)         \
+	X(fork, 10, true)            \
+	X(wait_timeout, 10, true)    \
+	X(eintr, 10, true)           \
+	X(dup_fd, 10, true)          \
+	X(registered_ring, 10, true) \
+	X(sq128, 10, true)           \
+	X(nop_static, 10, true)      \
+	X(raw_syscall, 10, true)     \
+	X(sigblock, 10, true)        \
+	X(exec_child, 10, true)      \
+	X(exec_nopreload, 10, true)  \
+	X(cycles, 60, true)          \
+	X(no_uring, 10, false)
+
+struct prog {
+	const char *name;
+	int timeout;
+	bool uring;
+};
+
+#define PROG_ENTRY(n, t, u) { #n, t, u },
+static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
+
+enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH };
+static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough" };
+
+struct run {
+	enum mode mode;
+	int status;
+	bool timed_out;
+	bool exec_failed;
+	char *out, *err;
+	size_t out_len, err_len;
+};
+
+/* ---- paths ---------------------------------------------------------------- */
+
+static const char *build_dir(void)
+{
+	static char dir[PATH_MAX];
+	if (!dir[0]) {
+		const char *b = getenv("BUFSEL_BUILD");
+		if (!b || !*b)
+			b = "build";
+		if (!realpath(b, dir))
+			cr_assert_fail("build directory \"%s\": %s (set BUFSEL_BUILD)", b, strerror(errno));
+	}
+	return dir;
+}
+
+static void build_path(char *dst, size_t len, const char *rel)
+{
+	if ((size_t)snprintf(dst, len, "%s/%s", build_dir(), rel) >= len)
+		cr_assert_fail("path too long: %s/%s", build_dir(), rel);
+}
+
+static const struct prog *find_prog(const char *name)
+{
+	for (size_t i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
+		if (!strcmp(programs[i].name, name))
+			return &programs[i];
+	cr_assert_fail("%s is not in the table", name);
+	return NULL;
+}
+
+/*
+ * Under ASan (make asan builds this runner and the programs with the same
+ * flags) a program refuses to start unless the sanitizer runtime comes first
+ * in its library list, so the runtime goes first in LD_PRELOAD, ahead of
+ * libbufsel.so; the launcher appends to an LD_PRELOAD it is given.
+ */
+#ifdef __SANITIZE_ADDRESS__
+static int find_asan(struct dl_phdr_info *info, size_t size, void *path)
+{
+	(void)size;
+	if (info->dlpi_name && strstr(info->dlpi_name, "/libasan.so")) {
+		snprintf(path, PATH_MAX, "%s", info->dlpi_name);
+		return 1;
+	}
+	return 0;
+}
+#endif
+
+static const char *sanitizer_runtime(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+	static char path[PATH_MAX];
+	if (!path[0])
+		dl_iterate_phdr(find_asan, path);
+	cr_assert(path[0], "built with ASan, but libasan.so is not among the runner's libraries");
+	return path;
+#else
+	return NULL;
+#endif
+}
+
+/* ---- running one program -------------------------------------------------- */
+
+/*
+ * The caller's environment minus LD_PRELOAD and BUFSEL_*: BUFSEL_BUILD is ours,
+ * and the library rejects BUFSEL_ variables it does not know; a user's
+ * BUFSEL_MODE must not leak into the runs either.
+ */
+static char **make_env(const char *extra1, const char *extra2, const char *extra3)
+{
+	extern char **environ;
+	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n++;
+	/* Static, so that an assertion between here and the free is no leak. */
+	static char **env;
+	free(env);
+	env = calloc(n + 4, sizeof(*env));
+	cr_assert(env != NULL);
+	size_t k = 0;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
+			env[k++] = *e;
+	const char *extra[] = { extra1, extra2, extra3 };
+	for (size_t i = 0; i < 3; i++)
+		if (extra[i])
+			env[k++] = (char *)extra[i];
+	env[k] = NULL;
+	return env;
+}
+
+static void append(char **buf, size_t *len, const char *data, size_t n)
+{
+	*buf = realloc(*buf, *len + n + 1);
+	cr_assert(*buf != NULL);
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Runs argv with envp, stdin from /dev/null, collecting stdout and stderr.
+ * The child gets its own process group so that a timeout kills its children
+ * too. Inherited descriptors above 2 are closed so that fd numbers in the
+ * program's output do not depend on what the test harness left open.
+ */
+static void run_argv(struct run *r, char *const argv[], char **envp, int timeout)
+{
+	int out[2], err[2];
+	cr_assert(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, "pipe2: %s", strerror(errno));
+	r->out = strdup("");
+	r->err = strdup("");
+	r->out_len = r->err_len = 0;
+	r->timed_out = r->exec_failed = false;
+
+	pid_t pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		setpgid(0, 0);
+		int null = open("/dev/null", O_RDONLY);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+			_exit(126);
+		close_range(3, ~0U, 0);
+		execve(argv[0], argv, envp);
+		dprintf(2, "compare: execve %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(out[1]);
+	close(err[1]);
+
+	struct pollfd pfd[2] = { { .fd = out[0], .events = POLLIN }, { .fd = err[0], .events = POLLIN } };
+	char **bufs[2] = { &r->out, &r->err };
+	size_t *lens[2] = { &r->out_len, &r->err_len };
+	double deadline = now_s() + timeout, reaped_at = 0;
+	bool reaped = false;
+	int open_pipes = 2;
+	while (open_pipes > 0 || !reaped) {
+		double left = deadline - now_s();
+		if (left <= 0) {
+			r->timed_out = true;
+			break;
+		}
+		/* A descendant may hold the pipes open after the program exited. */
+		if (reaped && now_s() - reaped_at > 2.0)
+			break;
+		if (open_pipes > 0) {
+			int ret = poll(pfd, 2, 50);
+			if (ret < 0 && errno != EINTR)
+				cr_assert_fail("poll: %s", strerror(errno));
+			for (int i = 0; i < 2 && ret > 0; i++) {
+				if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				char chunk[65536];
+				ssize_t n = read(pfd[i].fd, chunk, sizeof(chunk));
+				if (n > 0) {
+					append(bufs[i], lens[i], chunk, (size_t)n);
+				} else if (n == 0 || errno != EINTR) {
+					close(pfd[i].fd);
+					pfd[i].fd = -1;
+					open_pipes--;
+				}
+			}
+		} else {
+			usleep(10 * 1000);
+		}
+		if (!reaped && waitpid(pid, &r->status, WNOHANG) == pid) {
+			reaped = true;
+			reaped_at = now_s();
+		}
+	}
+	/* Whatever is left of the group (the program on timeout, or stray descendants). */
+	kill(-pid, SIGKILL);
+	if (!reaped) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &r->status, 0);
+	}
+	for (int i = 0; i < 2; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	r->exec_failed = !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 127;
+}
+
+static void run_prog(struct run *r, const struct prog *p, enum mode mode)
+{
+	char exe[PATH_MAX], lib[PATH_MAX], launcher[PATH_MAX], rel[PATH_MAX];
+	snprintf(rel, sizeof(rel), "test/prog/%s", p->name);
+	build_path(exe, sizeof(exe), rel);
+	build_path(lib, sizeof(lib), "libbufsel.so");
+	build_path(launcher, sizeof(launcher), "bufsel");
+	cr_assert(access(exe, X_OK) == 0, "%s: not built (%s)", exe, strerror(errno));
+
+	const char *asan = sanitizer_runtime();
+	static char preload[2 * PATH_MAX + 16], asan_preload[PATH_MAX + 16];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "", lib);
+	snprintf(asan_preload, sizeof(asan_preload), "LD_PRELOAD=%s", asan ? asan : "");
+	char *argv[4] = { exe, NULL, NULL, NULL };
+	char **env;
+	r->mode = mode;
+	switch (mode) {
+	case NATIVE:
+		env = make_env(NULL, NULL, NULL);
+		break;
+	case PRELOAD:
+	case PASSTHROUGH:
+		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
+			  lib, strerror(errno));
+		env = make_env(preload, "BUFSEL_LOG=info",
+			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough" : NULL);
+		break;
+	case LAUNCHER:
+		cr_assert(access(launcher, X_OK) == 0, "%s: %s; the launcher runs cannot pass without it",
+			  launcher, strerror(errno));
+		env = make_env("BUFSEL_LOG=info", asan ? asan_preload : NULL, NULL);
+		argv[0] = launcher;
+		argv[1] = "--";
+		argv[2] = exe;
+		break;
+	}
+	run_argv(r, argv, env, p->timeout);
+}
+
+/* ---- checks --------------------------------------------------------------- */
+
+/* The last max bytes of s, for failure messages. */
+static const char *tail(const char *s, size_t len, size_t max)
+{
+	return len > max ? s + len - max : s;
+}
+
+static void expect_success(const struct run *r, const char *name)
+{
+	const char *why = NULL;
+	char buf[96];
+	if (r->timed_out) {
+		why = "timed out (killed)";
+	} else if (WIFSIGNALED(r->status)) {
+		snprintf(buf, sizeof(buf), "killed by signal %d (%s)", WTERMSIG(r->status),
+			 strsignal(WTERMSIG(r->status)));
+		why = buf;
+	} else if (r->exec_failed) {
+		why = "could not be executed";
+	} else if (WEXITSTATUS(r->status) != 0) {
+		snprintf(buf, sizeof(buf), "exited with status %d", WEXITSTATUS(r->status));
+		why = buf;
+	}
+	if (why)
+		cr_assert_fail("%s, %s run: %s\n--- stderr (last 3000 bytes) ---\n%s\n--- stdout (last 1500 bytes) ---\n%s",
+			       name, mode_name[r->mode], why, tail(r->err, r->err_len, 3000),
+			       tail(r->out, r->out_len, 1500));
+}
+
+/* Line i (0-based) of s: start and length, or false past the end. */
+static bool nth_line(const char *s, size_t len, size_t i, const char **start, size_t *n)
+{
+	const char *p = s, *end = s + len;
+	for (size_t k = 0; k < i; k++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			return false;
+		p = nl + 1;
+	}
+	if (p >= end)
+		return false;
+	const char *nl = memchr(p, '\n', (size_t)(end - p));
+	*start = p;
+	*n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+	return true;
+}
+
+/* Fails with the first differing line, unified-diff style, and context. */
+static void expect_same_stdout(const struct run *a, const struct run *b, const char *name)
+{
+	if (a->out_len == b->out_len && !memcmp(a->out, b->out, a->out_len))
+		return;
+	size_t i = 0;
+	const char *la, *lb;
+	size_t na, nb;
+	for (;; i++) {
+		bool ha = nth_line(a->out, a->out_len, i, &la, &na);
+		bool hb = nth_line(b->out, b->out_len, i, &lb, &nb);
+		if (!ha || !hb || na != nb || memcmp(la, lb, na))
+			break;
+	}
+	char *msg = NULL;
+	size_t msglen = 0;
+	FILE *m = open_memstream(&msg, &msglen);
+	cr_assert(m != NULL);
+	fprintf(m, "%s: stdout differs between the %s and the %s run, first at line %zu\n", name,
+		mode_name[a->mode], mode_name[b->mode], i + 1);
+	fprintf(m, "--- %s\n+++ %s\n@@ line %zu @@\n", mode_name[a->mode], mode_name[b->mode], i + 1);
+	for (size_t k = i > 3 ? i - 3 : 0; k < i; k++)
+		if (nth_line(a->out, a->out_len, k, &la, &na))
+			fprintf(m, " %.*s\n", (int)na, la);
+	for (size_t k = i; k < i + 3; k++) {
+		if (nth_line(a->out, a->out_len, k, &la, &na))
+			fprintf(m, "-%.*s\n", (int)na, la);
+		else if (k == i)
+			fprintf(m, "-(end of output)\n");
+	}
+	for (size_t k = i; k < i + 3; k++) {
+		if (nth_line(b->out, b->out_len, k, &lb, &nb))
+			fprintf(m, "+%.*s\n", (int)nb, lb);
+		else if (k == i)
+			fprintf(m, "+(end of output)\n");
+	}
+	fprintf(m, "--- %s stderr (last 3000 bytes) ---\n%s", mode_name[b->mode],
+		tail(b->err, b->err_len, 3000));
+	fclose(m);
+	cr_assert_fail("%s", msg);
+}
+
+/*
+ * Parses every "bufsel: exit:" line in stderr. Returns the number of such
+ * lines and the sum of their setup counters; a malformed one fails the test.
+ */
+static unsigned exit_reports(const struct run *r, const char *name, unsigned long *setup_sum)
+{
+	static const char prefix[] = "bufsel: exit:";
+	unsigned lines = 0;
+	*setup_sum = 0;
+	for (const char *p = r->err; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n >= sizeof(prefix) - 1 && !memcmp(p, prefix, sizeof(prefix) - 1)) {
+			char line[512];
+			int pid, used = -1;
+			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked;
+			snprintf(line, sizeof(line), "%.*s", (int)n, p);
+			int got = sscanf(line,
+					 "bufsel: exit: pid=%d rings=%lu setup=%lu enter=%lu register=%lu "
+					 "mmap=%lu trapped=%lu hooked=%lu%n",
+					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked, &used);
+			cr_assert(got == 8 && used == (int)strlen(line),
+				  "%s, %s run: malformed exit report: \"%s\"", name, mode_name[r->mode], line);
+			lines++;
+			*setup_sum += setup;
+		}
+		p = nl ? nl + 1 : p + n;
+	}
+	return lines;
+}
+
+static void expect_intercepted(const struct run *r, const struct prog *p)
+{
+	unsigned long setup;
+	unsigned lines = exit_reports(r, p->name, &setup);
+	cr_assert(lines > 0,
+		  "%s, %s run: no \"bufsel: exit:\" report on stderr (%s)\n"
+		  "--- stderr (last 3000 bytes) ---\n%s",
+		  p->name, mode_name[r->mode],
+		  strstr(r->err, "bufsel: ") ? "the library logged, so it was loaded, but did not report at exit"
+					     : "the library was not loaded",
+		  tail(r->err, r->err_len, 3000));
+	if (p->uring)
+		cr_assert(setup >= 1, "%s, %s run: setup=%lu over %u exit reports: io_uring_setup was not intercepted\n"
+			  "--- stderr (last 3000 bytes) ---\n%s",
+			  p->name, mode_name[r->mode], setup, lines, tail(r->err, r->err_len, 3000));
+	else
+		cr_assert(setup == 0, "%s, %s run: setup=%lu for a program that never calls io_uring_setup",
+			  p->name, mode_name[r->mode], setup);
+}
+
+static void free_run(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* ---- the tests ------------------------------------------------------------ */
+
+/*
+ * Runs live in static storage: a failed assertion ends the test process
+ * before free_run, and reachable buffers are not reported as leaks under ASan.
+ */
+static struct run run_a, run_b;
+
+static void check_native(const char *name)
+{
+	const struct prog *p = find_prog(name);
+	run_prog(&run_a, p, NATIVE);
+	expect_success(&run_a, name);
+	run_prog(&run_b, p, NATIVE);
+	expect_success(&run_b, name);
+	expect_same_stdout(&run_a, &run_b, name);
+	free_run(&run_a);
+	free_run(&run_b);
+}
+
+static void check_against_native(const char *name, enum mode mode)
+{
+	const struct prog *p = find_prog(name);
+	struct run *native = &run_a, *shim = &run_b;
+	run_prog(native, p, NATIVE);
+	expect_success(native, name);
+	run_prog(shim, p, mode);
+	expect_success(shim, name);
+	expect_same_stdout(native, shim, name);
+	if (mode == PASSTHROUGH) {
+		unsigned long setup;
+		cr_assert(exit_reports(shim, name, &setup) > 0,
+			  "%s, passthrough run: no \"bufsel: exit:\" report: the library was not loaded\n"
+			  "--- stderr (last 3000 bytes) ---\n%s", name, tail(shim->err, shim->err_len, 3000));
+	} else {
+		expect_intercepted(shim, p);
+	}
+	free_run(native);
+	free_run(shim);
+}
+
+/* Criterion's own timeout is a backstop; each run has its own, shorter one. */
+#define SUITE_TESTS(n, t, u)                                                       \
+	Test(native, n, .timeout = 2.0 * (t) + 10) { check_native(#n); }                \
+	Test(preload, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, PRELOAD); } \
+	Test(launcher, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, LAUNCHER); }
+PROGRAMS(SUITE_TESTS)
+
+Test(passthrough, nop_batch, .timeout = 30)
+{
+	check_against_native("nop_batch", PASSTHROUGH);
+}
+
+/* A program built but missing from the table would silently go unchecked. */
+Test(table, every_built_program_is_listed)
+{
+	char dir[PATH_MAX];
+	build_path(dir, sizeof(dir), "test/prog");
+	DIR *d = opendir(dir);
+	cr_assert(d != NULL, "%s: %s", dir, strerror(errno));
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX + 256];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR))
+			continue;
+		bool listed = false;
+		for (size_t i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
+			listed |= !strcmp(programs[i].name, e->d_name);
+		cr_expect(listed, "%s is built but not in the PROGRAMS table of compare.c", path);
+	}
+	closedir(d);
+}

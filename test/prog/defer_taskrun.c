@@ -1,0 +1,91 @@
+/*
+ * An IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN ring: completions
+ * that need task work are only posted when the submitting task enters with
+ * GETEVENTS. NOPs, a pipe read made ready by a plain write, file write/read,
+ * and io_uring_get_events (enter with GETEVENTS and nothing to wait for).
+ * A second thread entering the ring must get -EEXIST (SINGLE_ISSUER): bufsel
+ * must not make the kernel see its own thread as the issuer.
+ */
+#include "test/prog/cqe_print.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+static struct io_uring ring;
+static int other_ret;
+
+static void *other_thread(void *arg)
+{
+	(void)arg;
+	struct io_uring_sqe *sqe = get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 99;
+	other_ret = io_uring_submit(&ring);
+	return NULL;
+}
+
+int main(void)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN };
+	int ret = io_uring_queue_init_params(8, &ring, &p);
+	if (ret < 0)
+		die("queue_init DEFER_TASKRUN: %s", strerror(-ret));
+	int pp[2];
+	if (pipe(pp) < 0)
+		die("pipe: %s", strerror(errno));
+	char path[] = "/tmp/bufsel-defer_taskrun-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		die("mkstemp: %s", strerror(errno));
+	unlink(path);
+
+	note("nops");
+	for (unsigned i = 0; i < 4; i++) {
+		struct io_uring_sqe *sqe = get_sqe(&ring);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = 1 + i;
+	}
+	submit_expect(&ring, 4);
+	reap_print(&ring, 4);
+
+	note("pipe read completes after a plain write");
+	char buf[16] = { 0 };
+	struct io_uring_sqe *sqe = get_sqe(&ring);
+	io_uring_prep_read(sqe, pp[0], buf, sizeof(buf) - 1, 0);
+	sqe->user_data = 10;
+	submit_expect(&ring, 1);
+	if (write(pp[1], "deferred", 8) != 8)
+		die("write: %s", strerror(errno));
+	note("get_events returned %d", io_uring_get_events(&ring));
+	reap_print(&ring, 1);
+	note("read got \"%s\"", buf);
+
+	note("file write then linked read");
+	sqe = get_sqe(&ring);
+	io_uring_prep_write(sqe, fd, "taskrun", 7, 0);
+	sqe->user_data = 20;
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe = get_sqe(&ring);
+	memset(buf, 0, sizeof(buf));
+	io_uring_prep_read(sqe, fd, buf, sizeof(buf) - 1, 0);
+	sqe->user_data = 21;
+	ret = io_uring_submit_and_wait(&ring, 2);
+	note("submit_and_wait returned %d", ret);
+	reap_print_sorted(&ring, 2);
+	note("read got \"%s\"", buf);
+
+	note("submit from another thread");
+	pthread_t t;
+	if (pthread_create(&t, NULL, other_thread, NULL) != 0)
+		die("pthread_create");
+	pthread_join(t, NULL);
+	note("other thread's submit returned %d", other_ret);
+	note("owner's submit returned %d", io_uring_submit(&ring));
+	reap_print(&ring, 1);
+
+	close(fd);
+	close(pp[0]);
+	close(pp[1]);
+	io_uring_queue_exit(&ring);
+	return 0;
+}

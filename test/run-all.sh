@@ -1,0 +1,50 @@
+#!/bin/sh
+# The single entry for `make test`: every unit test binary, then the
+# native-vs-bufsel integration runner. Usage: test/run-all.sh BUILD_DIR
+# Exits non-zero if any binary failed or the integration runner is missing.
+# Extra Criterion options (e.g. --filter 'preload/*', --verbose) can be passed
+# in CRITERION_ARGS.
+
+set -u
+B=${1:?usage: $0 BUILD_DIR}
+BUFSEL_BUILD=$(cd "$B" && pwd) || exit 2
+export BUFSEL_BUILD
+
+pass=0
+fail=0
+failed=""
+
+run() {
+	name=$1
+	shift
+	echo "=== $name"
+	if "$@"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		failed="$failed $name"
+	fi
+}
+
+for t in "$B"/test/unit/*; do
+	[ -f "$t" ] && [ -x "$t" ] || continue
+	# shellcheck disable=SC2086
+	run "unit/$(basename "$t")" "$t" ${CRITERION_ARGS:-}
+done
+
+if [ -x "$B/test/integration/compare" ]; then
+	# shellcheck disable=SC2086
+	run integration/compare "$B/test/integration/compare" ${CRITERION_ARGS:-}
+else
+	echo "=== integration/compare: $B/test/integration/compare not built"
+	fail=$((fail + 1))
+	failed="$failed integration/compare"
+fi
+
+echo
+echo "summary: $pass passed, $fail failed"
+if [ "$fail" -ne 0 ]; then
+	echo "failed:$failed"
+	exit 1
+fi
+exit 0
