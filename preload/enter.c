@@ -1,8 +1,11 @@
 /*
- * io_uring_enter on a shadowed ring.  One real enter does the submission and
- * the wait, so return values, -EINTR, -ETIME and the "fewer submitted than
- * asked means no wait" rule are the kernel's own; bufsel only translates the
- * counts: the wait asks the kernel for what the shadow CQ still lacks.
+ * io_uring_enter on a shadowed ring.  The submission and the wait are made as
+ * separate real enters when both are needed, so the SQ lock (which a rollback
+ * of a short submission needs) is never held while the kernel sleeps; the
+ * wait asks the kernel for what the shadow CQ still lacks.  Results follow the
+ * kernel's io_uring_enter: a short submission skips the wait, the return value
+ * is the number submitted if any, else the wait's result, and a wait that ends
+ * in an error while completions are ready reports 0.
  */
 #include "preload/ring_io.h"
 
@@ -11,54 +14,80 @@
 #include "preload/mover.h"
 #include "preload/sys.h"
 
+#define ENTER_SUBMIT_FLAGS (IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT)
+
+static long real_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
+		       const void *argp, size_t argsz)
+{
+	return sys_call6(__NR_io_uring_enter, r->priv_fd, to_submit, min_complete, flags, (long)argp,
+			 (long)argsz);
+}
+
+/* Returns the number of SQEs the kernel took, or -errno; *wait is cleared
+ * when the kernel's rules say this enter must not wait. */
+static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int *wait)
+{
+	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
+	struct submit_batch b;
+	long ret;
+
+	spin_lock(&r->sq_lock);
+	submit_prepare(r, to_submit, &b);
+	if (sqpoll) {
+		/* The SQ thread owns what was published; SQ_WAIT may block. */
+		spin_unlock(&r->sq_lock);
+		return real_enter(r, to_submit, 0, flags & ENTER_SUBMIT_FLAGS, NULL, 0);
+	}
+	ret = b.copied ? real_enter(r, b.copied, 0, 0, NULL, 0) : 0;
+	submit_finish(r, &b, ret);
+	spin_unlock(&r->sq_lock);
+	if (ret < 0 || (unsigned long)ret < to_submit)
+		*wait = 0;
+	return ret;
+}
+
+static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
+		       size_t argsz)
+{
+	unsigned ready = complete_ready(r);
+	if (ready < min_complete || !min_complete)
+		ready += complete_reap(r);
+	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run. */
+	if (min_complete && ready >= min_complete)
+		return 0;
+	long ret;
+	if (r->has_mover)
+		ret = mover_wait(r, min_complete, flags, argp, argsz);
+	else
+		ret = real_enter(r, 0, min_complete > ready ? min_complete - ready : 0,
+				 flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+	complete_reap(r);
+	if (ret < 0 && complete_ready(r))
+		ret = 0;
+	return ret;
+}
+
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		const void *argp, size_t argsz)
 {
 	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
-	struct submit_batch b = {0};
-	unsigned kto_submit = 0, kmin = 0;
-	int submitting = to_submit || sqpoll;
+	int wait = !!(flags & IORING_ENTER_GETEVENTS);
+	long ret = 0;
 
-	if (submitting) {
-		spin_lock(&r->sq_lock);
-		submit_prepare(r, to_submit, &b);
-		kto_submit = sqpoll ? to_submit : b.copied;
-		/* Natively a short submission skips the wait. */
-		if (!sqpoll && b.copied < to_submit)
-			flags &= ~IORING_ENTER_GETEVENTS;
-	}
-	/* With a mover draining the real CQ, a kernel wait could sleep through
-	 * completions it already moved: wait on the shadow instead. */
-	int shadow_wait = r->has_mover && (flags & IORING_ENTER_GETEVENTS);
-	unsigned wait_flags = flags;
-	if (shadow_wait)
-		flags &= ~(IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG);
-	if (flags & IORING_ENTER_GETEVENTS) {
-		unsigned ready = complete_ready(r);
-		if (!ready)
-			ready = complete_reap(r);
-		kmin = min_complete > ready ? min_complete - ready : 0;
-	}
 	/* The program's CQ flags (IORING_CQ_EVENTFD_DISABLED) are its to set
 	 * and the kernel's to read: carry them over on every way in. */
 	complete_sync_cq_flags(r);
-	long ret = 0;
-	if (kto_submit || (flags & ~IORING_ENTER_REGISTERED_RING) || sqpoll)
-		ret = sys_call6(__NR_io_uring_enter, r->priv_fd, kto_submit, kmin, flags,
-				shadow_wait ? 0 : (long)argp, shadow_wait ? 0 : (long)argsz);
-	if (submitting) {
-		submit_finish(r, &b, ret);
-		spin_unlock(&r->sq_lock);
+	if (to_submit || sqpoll) {
+		ret = enter_submit(r, to_submit, flags, &wait);
+		if (ret < 0)
+			wait = 0;
 	}
-	if (shadow_wait && ret >= 0) {
-		long w = mover_wait(r, min_complete, wait_flags, argp, argsz);
-		if (w < 0 && !ret)
+	if (wait) {
+		long w = enter_wait(r, min_complete, flags, argp, argsz);
+		if (!ret)
 			ret = w;
+	} else {
+		complete_reap(r);
 	}
-	complete_reap(r);
-	/* A wait that ends in an error with completions ready reports success:
-	 * the kernel decides by the CQ it shows the program, i.e. the shadow. */
-	if (ret < 0 && !kto_submit && (flags & IORING_ENTER_GETEVENTS) && complete_ready(r))
-		ret = 0;
 	return ret;
 }

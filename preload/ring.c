@@ -20,6 +20,14 @@
 #include "preload/sys.h"
 
 static struct ring ring_store[RING_SLOTS];
+/* One past the highest slot ever claimed: every scan stops there, so a
+ * process with no shadowed ring pays nothing on close, mmap or enter. */
+static atomic_int ring_hwm;
+
+#define for_each_slot(r)                                                                   \
+	for (struct ring *r = ring_store,                                                  \
+			 *r##_end = ring_store + atomic_load_explicit(&ring_hwm, memory_order_acquire); \
+	     r < r##_end; r++)
 
 /* IORING_REGISTER_RING_FDS registrations are per task in the kernel, so the
  * index → ring map is per thread too. */
@@ -37,6 +45,9 @@ struct ring *ring_alloc(void)
 		struct ring *r = &ring_store[i];
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&r->claimed, &expect, 1)) {
+			int hwm = atomic_load(&ring_hwm);
+			while (hwm < i + 1 && !atomic_compare_exchange_weak(&ring_hwm, &hwm, i + 1))
+				;
 			memset((char *)r, 0, offsetof(struct ring, claimed));
 			r->prog_fd = r->priv_fd = r->mem_fd = r->mover_wake_fd = -1;
 			atomic_store(&r->refs, 1);
@@ -99,8 +110,7 @@ static struct ring *ring_tryget(struct ring *r)
 
 int ring_is_fd(int fd)
 {
-	for (int i = 0; i < RING_SLOTS; i++) {
-		struct ring *r = &ring_store[i];
+	for_each_slot(r) {
 		if (atomic_load_explicit(&r->live, memory_order_acquire) && r->prog_fd == fd)
 			return 1;
 	}
@@ -115,8 +125,7 @@ int ring_owns_fd(int fd)
 int ring_next_owned_fd(unsigned lo, unsigned hi)
 {
 	long best = -1;
-	for (int i = 0; i < RING_SLOTS; i++) {
-		struct ring *r = &ring_store[i];
+	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
 		int fds[3] = { r->priv_fd, r->mem_fd, r->mover_wake_fd };
@@ -132,24 +141,24 @@ struct ring *ring_get(int fd)
 {
 	if (fd < 0)
 		return NULL;
-	for (int i = 0; i < RING_SLOTS; i++) {
-		struct ring *r = &ring_store[i];
+	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
 			continue;
-		if ((r = ring_tryget(r)) && r->prog_fd == fd)
-			return r;
-		if (r)
-			ring_put(r);
+		struct ring *got = ring_tryget(r);
+		if (got && got->prog_fd == fd)
+			return got;
+		if (got)
+			ring_put(got);
 	}
 	/* A dup of a ring fd: ask the kernel whether it is one of our files. */
-	for (int i = 0; i < RING_SLOTS; i++) {
-		struct ring *r = &ring_store[i];
+	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
-		if ((r = ring_tryget(r)) && same_file(fd, r))
-			return r;
-		if (r)
-			ring_put(r);
+		struct ring *got = ring_tryget(r);
+		if (got && same_file(fd, got))
+			return got;
+		if (got)
+			ring_put(got);
 	}
 	return NULL;
 }
@@ -206,8 +215,7 @@ static int ring_alive(const struct ring *r)
 
 void ring_sweep(void)
 {
-	for (int i = 0; i < RING_SLOTS; i++) {
-		struct ring *r = &ring_store[i];
+	for_each_slot(r) {
 		if (atomic_load(&r->live) && !ring_alive(r))
 			ring_release(r);
 	}
@@ -215,8 +223,7 @@ void ring_sweep(void)
 
 void ring_closed(int fd)
 {
-	for (int i = 0; i < RING_SLOTS; i++) {
-		struct ring *r = &ring_store[i];
+	for_each_slot(r) {
 		if (atomic_load(&r->live) && r->prog_fd == fd && !ring_alive(r))
 			ring_release(r);
 	}
@@ -224,8 +231,8 @@ void ring_closed(int fd)
 
 void ring_after_fork(void)
 {
-	for (int i = 0; i < RING_SLOTS; i++) {
-		atomic_store(&ring_store[i].sq_lock.v, 0);
-		atomic_store(&ring_store[i].cq_lock.v, 0);
+	for_each_slot(r) {
+		atomic_store(&r->sq_lock.v, 0);
+		atomic_store(&r->cq_lock.v, 0);
 	}
 }

@@ -28,6 +28,10 @@ static const unsigned char trampoline_code[] = {
 _Static_assert(sizeof(trampoline_code) == SYS_TRAMPOLINE_RET_OFF + 1,
 	       "the filter allows the address right after the syscall instruction");
 
+/* Set once the page exists; before that (the constructor's first lines) no
+ * filter of ours can be installed yet, so a direct syscall is as good. */
+static int trampoline_ready;
+
 typedef long (*trampoline_fn)(long, long, long, long, long, long, long);
 
 /* Only for building the trampoline itself: libc's syscall() is interposed by
@@ -60,11 +64,15 @@ int sys_trampoline_init(void)
 		return -EEXIST;
 	}
 	memcpy(want, trampoline_code, sizeof(trampoline_code));
-	return (int)raw_call6(SYS_mprotect, (long)want, page, PROT_READ | PROT_EXEC, 0, 0, 0);
+	int r = (int)raw_call6(SYS_mprotect, (long)want, page, PROT_READ | PROT_EXEC, 0, 0, 0);
+	trampoline_ready = !r;
+	return r;
 }
 
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
+	if (__builtin_expect(!trampoline_ready, 0))
+		return raw_call6(nr, a1, a2, a3, a4, a5, a6);
 	return ((trampoline_fn)SYS_TRAMPOLINE_ADDR)(nr, a1, a2, a3, a4, a5, a6);
 }
 

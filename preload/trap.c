@@ -31,37 +31,44 @@
 #define JGE(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (jt), (jf))
 
 /* Instruction indexes of the two verdicts, for the relative jumps below. */
-enum { V_TRAP = 22, V_ALLOW = 23 };
+enum { V_TRAP = 24, V_ALLOW = 25 };
 #define TO(target, pc) ((target) - (pc) - 1)
 
-
+/*
+ * The syscall number is tested first: for every other number the verdict is
+ * then a constant ALLOW, which lets the kernel (5.11+) cache it and skip the
+ * filter entirely on the program's ordinary system calls.
+ */
 static struct sock_filter trap_filter[] = {
 	/* 0 */ LD(SD_ARCH),
 	/* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, TO(V_ALLOW, 1)),
-	/* 2 */ LD(SD_IP_LO),
-	/* 3 */ JEQ((uint32_t)(SYS_TRAMPOLINE_ADDR + SYS_TRAMPOLINE_RET_OFF), 0, 2),
-	/* 4 */ LD(SD_IP_HI),
-	/* 5 */ JEQ((uint32_t)((SYS_TRAMPOLINE_ADDR + SYS_TRAMPOLINE_RET_OFF) >> 32), TO(V_ALLOW, 5), 0),
-	/* 6 */ LD(SD_NR),
-	/* 7 */ JEQ(__NR_io_uring_setup, TO(V_TRAP, 7), 0),
-	/* 8 */ JEQ(__NR_io_uring_enter, TO(V_TRAP, 8), 0),
-	/* 9 */ JEQ(__NR_io_uring_register, TO(V_TRAP, 9), 0),
-	/* 10 */ JEQ(__NR_mmap, 0, TO(V_ALLOW, 10)),
+	/* 2 */ LD(SD_NR),
+	/* 3 */ JEQ(__NR_io_uring_setup, 3, 0),
+	/* 4 */ JEQ(__NR_io_uring_enter, 2, 0),
+	/* 5 */ JEQ(__NR_io_uring_register, 1, 0),
+	/* 6 */ JEQ(__NR_mmap, 0, TO(V_ALLOW, 6)),
+	/* bufsel's own calls come from the trampoline. */
+	/* 7 */ LD(SD_IP_LO),
+	/* 8 */ JEQ((uint32_t)(SYS_TRAMPOLINE_ADDR + SYS_TRAMPOLINE_RET_OFF), 0, 2),
+	/* 9 */ LD(SD_IP_HI),
+	/* 10 */ JEQ((uint32_t)((SYS_TRAMPOLINE_ADDR + SYS_TRAMPOLINE_RET_OFF) >> 32), TO(V_ALLOW, 10), 0),
+	/* 11 */ LD(SD_NR),
+	/* 12 */ JEQ(__NR_mmap, 0, TO(V_TRAP, 12)),
 	/* Ring mappings are MAP_SHARED|MAP_POPULATE by universal convention;
 	 * other shared file mappings are not worth a signal each. */
-	/* 11 */ LD(SD_ARG_LO(3)),
-	/* 12 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, MAP_TYPE | MAP_POPULATE),
-	/* 13 */ JEQ(MAP_SHARED | MAP_POPULATE, 1, 0),
-	/* 14 */ JEQ(MAP_SHARED_VALIDATE | MAP_POPULATE, 0, TO(V_ALLOW, 14)),
-	/* 15 */ LD(SD_ARG_HI(5)),
-	/* 16 */ JEQ(0, 0, TO(V_ALLOW, 16)),
-	/* 17 */ LD(SD_ARG_LO(5)),
-	/* 18 */ JEQ(0, TO(V_TRAP, 18), 0),
-	/* 19 */ JEQ(0x8000000, TO(V_TRAP, 19), 0),
-	/* 20 */ JEQ(0x10000000, TO(V_TRAP, 20), 0),
-	/* 21 */ JGE(0x80000000u, TO(V_TRAP, 21), TO(V_ALLOW, 21)),
-	/* 22 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | TRAP_DATA),
-	/* 23 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	/* 13 */ LD(SD_ARG_LO(3)),
+	/* 14 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, MAP_TYPE | MAP_POPULATE),
+	/* 15 */ JEQ(MAP_SHARED | MAP_POPULATE, 1, 0),
+	/* 16 */ JEQ(MAP_SHARED_VALIDATE | MAP_POPULATE, 0, TO(V_ALLOW, 16)),
+	/* 17 */ LD(SD_ARG_HI(5)),
+	/* 18 */ JEQ(0, 0, TO(V_ALLOW, 18)),
+	/* 19 */ LD(SD_ARG_LO(5)),
+	/* 20 */ JEQ(0, TO(V_TRAP, 20), 0),
+	/* 21 */ JEQ(0x8000000, TO(V_TRAP, 21), 0),
+	/* 22 */ JEQ(0x10000000, TO(V_TRAP, 22), 0),
+	/* 23 */ JGE(0x80000000u, TO(V_TRAP, 23), TO(V_ALLOW, 23)),
+	/* 24 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | TRAP_DATA),
+	/* 25 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 _Static_assert(sizeof(trap_filter) / sizeof(trap_filter[0]) == V_ALLOW + 1, "verdict indexes");
 
