@@ -72,6 +72,7 @@
 	X(exec_child, 10, true)      \
 	X(exec_nopreload, 10, true)  \
 	X(cycles, 60, true)          \
+	X(own_sigsys, 10, true)      \
 	X(no_uring, 10, false)
 
 struct prog {
