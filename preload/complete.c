@@ -41,15 +41,19 @@ unsigned complete_reap(struct ring *r)
 	unsigned avail = atomic_load_explicit(r->rcq_tail, memory_order_acquire) - rhead;
 	unsigned stail = atomic_load_explicit(s->cq_tail, memory_order_relaxed);
 	unsigned space = s->cq_entries - (stail - atomic_load_explicit(s->cq_head, memory_order_acquire));
-	unsigned n = avail < space ? avail : space;
+	unsigned taken = 0, posted = 0;
 
-	for (unsigned i = 0; i < n; i++)
-		s->cqes[(stail + i) & s->cq_mask] = r->rcqes[(rhead + i) & r->rcq_mask];
-	atomic_store_explicit(s->cq_tail, stail + n, memory_order_release);
-	atomic_store_explicit(r->rcq_head, rhead + n, memory_order_release);
-	complete_flags(r, avail - n);
+	for (; taken < avail && posted < space; taken++) {
+		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
+		*dst = r->rcqes[(rhead + taken) & r->rcq_mask];
+		if (!r->hooks || r->hooks->complete(r, dst))
+			posted++;
+	}
+	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);
+	atomic_store_explicit(r->rcq_head, rhead + taken, memory_order_release);
+	complete_flags(r, avail - taken);
 	spin_unlock(&r->cq_lock);
-	return n;
+	return posted;
 }
 
 void complete_sync_cq_flags(struct ring *r)

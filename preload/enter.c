@@ -38,9 +38,21 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 		spin_unlock(&r->sq_lock);
 		return real_enter(r, to_submit, 0, flags & ENTER_SUBMIT_FLAGS, NULL, 0);
 	}
-	ret = b.copied ? real_enter(r, b.copied, 0, 0, NULL, 0) : 0;
-	submit_finish(r, &b, ret);
+	long total = 0;
+	for (;;) {
+		ret = b.copied ? real_enter(r, b.copied, 0, 0, NULL, 0) : 0;
+		submit_finish(r, &b, ret);
+		if (ret > 0)
+			total += ret;
+		/* An SQE that must reach the kernel alone ended this part of the
+		 * batch: go on with the rest, as one enter does natively. */
+		if (!b.barrier || ret != (long)b.copied)
+			break;
+		submit_prepare(r, to_submit - (unsigned)total, &b);
+	}
 	spin_unlock(&r->sq_lock);
+	if (total)
+		ret = total;
 	if (ret < 0 || (unsigned long)ret < to_submit)
 		*wait = 0;
 	return ret;
@@ -52,17 +64,22 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	unsigned ready = complete_ready(r);
 	if (ready < min_complete || !min_complete)
 		ready += complete_reap(r);
-	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run. */
-	if (min_complete && ready >= min_complete)
-		return 0;
 	long ret;
-	if (r->has_mover)
-		ret = mover_wait(r, min_complete, flags, argp, argsz);
-	else
-		ret = real_enter(r, 0, min_complete > ready ? min_complete - ready : 0,
-				 flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
-	complete_reap(r);
-	if (ret < 0 && complete_ready(r))
+	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run.
+	 * A completion bufsel consumes itself does not count for the program,
+	 * so the wait goes on until the shadow has what was asked. */
+	do {
+		if (min_complete && ready >= min_complete)
+			return 0;
+		if (r->has_mover)
+			ret = mover_wait(r, min_complete, flags, argp, argsz);
+		else
+			ret = real_enter(r, 0, min_complete > ready ? min_complete - ready : 0,
+					 flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+		complete_reap(r);
+		ready = complete_ready(r);
+	} while (ret >= 0 && min_complete && ready < min_complete);
+	if (ret < 0 && ready)
 		ret = 0;
 	return ret;
 }

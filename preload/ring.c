@@ -64,6 +64,12 @@ void ring_publish(struct ring *r)
 
 static void ring_destroy(struct ring *r)
 {
+	pool_destroy(r->pool);
+	req_table_destroy(&r->reqs);
+	free(r->undo);
+	r->pool = NULL;
+	r->undo = NULL;
+	r->hooks = NULL;
 	if (r->sh.mem)
 		sys_munmap(r->sh.mem, r->sh.lay.total_len);
 	if (r->real_sqes_map)

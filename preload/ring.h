@@ -18,8 +18,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool/pool.h"
+#include "preload/req.h"
+#include "preload/rewrite.h"
 #include "preload/shadow.h"
 #include "preload/spin.h"
+
+/*
+ * What the drain and completion paths call for SQEs and CQEs that need more
+ * than a copy (buffer selection).  A ring without hooks is a plain shadow;
+ * the copy paths stay free of system calls and testable on a fake ring.
+ */
+struct ring_hooks {
+	int (*wants)(const struct io_uring_sqe *sqe);
+	void (*rewrite)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
+	void (*undo)(struct ring *r, struct rewrite_undo *u);
+	/* A real CQE: 1 to post (possibly patched), 0 to hide. */
+	int (*complete)(struct ring *r, struct io_uring_cqe *cqe);
+	/* Would this SQE have to go to the kernel alone, after what precedes it? */
+	int (*barrier)(const struct io_uring_sqe *sqe);
+};
 
 struct ring {
 	int prog_fd;		/* the fd number the program got from setup */
@@ -41,6 +59,18 @@ struct ring {
 	struct io_uring_cqe *rcqes;
 
 	struct spin sq_lock, cq_lock;
+
+	/* Buffer selection: the ring's legacy groups and the requests bufsel
+	 * rewrote.  pool_lock guards the pool (drain and completion both use
+	 * it); the request table has its own lock. */
+	const struct ring_hooks *hooks;
+	struct pool *pool;
+	struct spin pool_lock;
+	struct req_table reqs;
+	struct rewrite_undo *undo;	/* one per SQ entry: the batch being drained */
+	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
+	int kernel_skip;		/* and the kernel has seen such an SQE too */
+
 	int has_mover;		/* SQPOLL: a bufsel thread moves completions */
 	int mover_wake_fd;	/* eventfd that tells the mover the ring is gone */
 

@@ -14,6 +14,7 @@ struct submit_batch {
 	int dropped;		/* an invalid SQ array index ended the batch */
 	unsigned sh_head;	/* shadow head before the batch */
 	unsigned real_tail;	/* real tail before the batch */
+	int barrier;		/* stopped before an SQE that must go to the kernel alone */
 };
 
 /* Caller holds r->sq_lock for both. */

@@ -7,6 +7,7 @@
  * not model are left to the kernel untouched.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/io_uring.h>
 #include <sys/mman.h>
@@ -139,8 +140,13 @@ long emu_setup(const long a[6])
 		err = map_real(r, &p);
 	if (!err)
 		err = map_shadow(r, &p);
+	if (!err)
+		err = pool_create(&r->pool);
+	if (!err && !(r->undo = calloc(p.sq_entries, sizeof(*r->undo))))
+		err = -ENOMEM;
 	if (err)
 		goto fail;
+	r->hooks = &rewrite_hooks;
 
 	struct io_uring_params out = p;
 	shadow_fill_offsets(&r->sh.lay, &out.sq_off, &out.cq_off);

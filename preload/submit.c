@@ -3,7 +3,8 @@
  * with an identity SQ array, so a slot is only rewritten once the kernel (or
  * its SQPOLL thread) has consumed it.  What the kernel did not take is put
  * back: the real tail and the shadow head roll back together, so the program
- * sees exactly the SQ state it would see natively.
+ * sees exactly the SQ state it would see natively, and whatever bufsel did
+ * for an SQE the kernel never took is undone.
  */
 #include "preload/ring_io.h"
 
@@ -28,7 +29,21 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 			break;
 		}
 		unsigned slot = (rtail + b->copied) & r->rsq_mask;
-		r->rsqes[slot] = s->sqes[idx];
+		struct io_uring_sqe *sqe = &r->rsqes[slot];
+		*sqe = s->sqes[idx];
+		if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
+			r->drain_disabled = 1;
+		if (r->hooks && r->hooks->wants(sqe)) {
+			if (b->copied && !sqpoll && r->hooks->barrier(sqe)) {
+				b->barrier = 1;
+				break;
+			}
+			r->hooks->rewrite(r, sqe, &r->undo[b->copied]);
+		} else if (r->undo) {
+			r->undo[b->copied].kind = 0;
+		}
+		if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
+			r->kernel_skip = 1;
 		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
 		b->copied++;
 	}
@@ -51,6 +66,9 @@ void submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 	if (taken > b->copied)
 		taken = b->copied;
 	atomic_store_explicit(r->rsq_tail, b->real_tail + taken, memory_order_release);
+	if (r->hooks)
+		for (unsigned i = b->copied; i-- > taken;)
+			r->hooks->undo(r, &r->undo[i]);
 	unsigned consumed = taken;
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
 	if (b->dropped && taken == b->copied && kret >= 0) {

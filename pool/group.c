@@ -1,0 +1,226 @@
+/*
+ * The deque of one legacy group and the operations of kbuf.c on it: provide
+ * appends at the tail in bid order, selection and removal take the head, a
+ * put-back goes to the head.  The deque is one array used as a ring, so every
+ * one of those is O(1) per buffer and a group costs memory in proportion to
+ * the buffers it holds plus those out of it; the array is sized for both (see
+ * group.h), and shrinks to twice what it needs once three quarters of it are
+ * unused, so that a group that once held 65535 buffers does not keep 1 MiB
+ * for ever and one that hovers near a size does not reallocate back and forth.
+ */
+#include "pool/group.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Small enough that 65536 one-buffer groups stay cheap; below it, doubling
+ * would reallocate at each of a group's first few buffers. */
+#define GROUP_MIN_CAP 4u
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t c = GROUP_MIN_CAP;
+	while (c < n)
+		c <<= 1;
+	return c;
+}
+
+static uint32_t mask(const struct group *g)
+{
+	return g->cap - 1;
+}
+
+/* Moves the deque into an array of newcap slots (0 frees it), oldest first. */
+static int resize(struct group *g, uint32_t newcap, const struct pool_allocator *a)
+{
+	struct pool_slot *ns = NULL;
+	if (newcap) {
+		ns = pool_alloc(a, (size_t)newcap * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		uint32_t first = g->cap ? g->cap - g->head : 0;
+		if (first > g->count)
+			first = g->count;
+		if (first)
+			memcpy(ns, g->slots + g->head, (size_t)first * sizeof(*ns));
+		if (g->count > first)
+			memcpy(ns + first, g->slots, (size_t)(g->count - first) * sizeof(*ns));
+	}
+	pool_free(a, g->slots, (size_t)g->cap * sizeof(*g->slots));
+	g->slots = ns;
+	g->cap = newcap;
+	g->head = 0;
+	return 0;
+}
+
+static int reserve(struct group *g, uint64_t need, const struct pool_allocator *a)
+{
+	if (need > GROUP_SLOTS_MAX)
+		return -ENOMEM;
+	if (need <= g->cap)
+		return 0;
+	return resize(g, pow2_at_least((uint32_t)need), a);
+}
+
+/* Shrinking is an economy, not a duty: a failed allocation keeps the larger
+ * array, which is still correct. */
+static void trim(struct group *g, const struct pool_allocator *a)
+{
+	uint32_t need = g->count + g->in_use;
+	if (!g->cap || need > g->cap / 4)
+		return;
+	uint32_t newcap = need ? pow2_at_least(2 * need) : 0;
+	if (newcap < g->cap)
+		(void)resize(g, newcap, a);
+}
+
+void group_begin(struct group *g, enum group_kind k)
+{
+	g->kind = (uint8_t)k;
+	g->provided = g->removed = g->selected = 0;
+	g->returned = g->consumed = g->enobufs = 0;
+	g->peak_in_use = g->in_use;
+}
+
+int group_begin_legacy(struct group *g, const struct pool_allocator *a)
+{
+	int ret = reserve(g, g->in_use, a);
+	if (!ret)
+		group_begin(g, GROUP_LEGACY);
+	return ret;
+}
+
+void group_release(struct group *g, const struct pool_allocator *a)
+{
+	pool_free(a, g->slots, (size_t)g->cap * sizeof(*g->slots));
+	g->slots = NULL;
+	g->cap = g->head = g->count = 0;
+}
+
+int group_add(struct group *g, const struct pool_provide *r, const struct pool_allocator *a)
+{
+	uint32_t n = (uint32_t)r->nbufs, k = n;
+
+	/* io_add_buffers stops when the list holds exactly USHRT_MAX.  A list
+	 * pushed past it by put-backs (which do not check) takes whole requests
+	 * until removals bring it back to exactly USHRT_MAX. */
+	if (g->count <= POOL_GROUP_CAP && n > POOL_GROUP_CAP - g->count)
+		k = POOL_GROUP_CAP - g->count;
+	if (!k)
+		return -EOVERFLOW;
+	int ret = reserve(g, (uint64_t)g->count + g->in_use + k, a);
+	if (ret)
+		return ret;
+
+	uint32_t len = r->len < POOL_MAX_RW_COUNT ? r->len : POOL_MAX_RW_COUNT;
+	uint32_t tail = g->head + g->count;
+	for (uint32_t i = 0; i < k; i++) {
+		struct pool_slot *s = &g->slots[(tail + i) & mask(g)];
+		/* The next address steps by the unclamped length, as in the kernel. */
+		s->addr = r->addr + (uint64_t)i * r->len;
+		s->len = len;
+		s->bid = (uint16_t)(r->off + i);
+	}
+	g->count += k;
+	g->provided += k;
+	return 0;
+}
+
+void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a)
+{
+	if (k > g->count)
+		k = g->count;
+	if (k > g->provided)
+		k = (uint32_t)g->provided;
+	g->count -= k;
+	g->provided -= k;
+	trim(g, a);
+}
+
+uint32_t group_remove(struct group *g, uint32_t nbufs, const struct pool_allocator *a)
+{
+	uint32_t k = nbufs < g->count ? nbufs : g->count;
+	if (!k)
+		return 0;
+	g->head = (g->head + k) & mask(g);
+	g->count -= k;
+	g->removed += k;
+	trim(g, a);
+	return k;
+}
+
+int group_select(struct group *g, struct pool_buf *out)
+{
+	if (!g->count) {
+		g->enobufs++;
+		return -ENOBUFS;
+	}
+	const struct pool_slot *s = &g->slots[g->head];
+	*out = (struct pool_buf){ .addr = s->addr, .len = s->len, .bid = s->bid, .bgid = g->bgid };
+	g->head = (g->head + 1) & mask(g);
+	g->count--;
+	g->selected++;
+	if (++g->in_use > g->peak_in_use)
+		g->peak_in_use = g->in_use;
+	return 0;
+}
+
+void group_putback(struct group *g, const struct pool_buf *b)
+{
+	g->in_use--;
+	if (g->kind != GROUP_LEGACY)
+		return;
+	/* cap >= count + in_use held before the decrement, so there is room. */
+	g->head = (g->head - 1) & mask(g);
+	g->slots[g->head] = (struct pool_slot){
+		.addr = b->addr,
+		.len = b->len < POOL_MAX_RW_COUNT ? b->len : POOL_MAX_RW_COUNT,
+		.bid = b->bid,
+	};
+	g->count++;
+	g->returned++;
+}
+
+void group_consume(struct group *g, const struct pool_allocator *a)
+{
+	g->in_use--;
+	if (g->kind != GROUP_LEGACY)
+		return;
+	g->consumed++;
+	trim(g, a);
+}
+
+void group_stats(const struct group *g, struct pool_group_stats *out)
+{
+	*out = (struct pool_group_stats){
+		.provided = g->provided, .removed = g->removed, .selected = g->selected,
+		.returned = g->returned, .consumed = g->consumed, .enobufs = g->enobufs,
+		.available = g->count, .in_use = g->in_use, .peak_in_use = g->peak_in_use,
+	};
+}
+
+int group_check(const struct group *g, uint16_t bgid)
+{
+	if (g->bgid != bgid)
+		return -EUCLEAN;
+	if (g->kind != GROUP_LEGACY && g->kind != GROUP_RING && g->kind != GROUP_GONE)
+		return -EUCLEAN;
+	if ((g->cap & (g->cap - 1)) || (g->cap && g->cap < GROUP_MIN_CAP) ||
+	    g->cap > GROUP_SLOTS_MAX || !g->slots != !g->cap)
+		return -EUCLEAN;
+	if (g->head >= (g->cap ? g->cap : 1) || g->count > g->cap)
+		return -EUCLEAN;
+	if (g->peak_in_use < g->in_use)
+		return -EUCLEAN;
+	if (g->kind != GROUP_LEGACY)
+		return g->cap || (g->kind == GROUP_GONE && !g->in_use) ? -EUCLEAN : 0;
+	if ((uint64_t)g->count + g->in_use > g->cap)
+		return -EUCLEAN;
+	if (g->provided + g->returned < g->removed + g->selected ||
+	    g->provided + g->returned - g->removed - g->selected != g->count)
+		return -EUCLEAN;
+	for (uint32_t i = 0; i < g->count; i++)
+		if (g->slots[(g->head + i) & mask(g)].len > POOL_MAX_RW_COUNT)
+			return -EUCLEAN;
+	return 0;
+}

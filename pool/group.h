@@ -1,0 +1,76 @@
+/*
+ * One buffer group id of a ring and what sits on it: a legacy group (a deque
+ * of buffers), a ring-mapped group (the kernel's, only marked here), or
+ * nothing but buffers still out from a group that is gone.  Internal to pool/.
+ *
+ * Invariants (group_check states them):
+ * - the deque is slots[(head + i) & (cap - 1)] for i < count, oldest first;
+ *   cap is 0 or a power of two, and slots is NULL exactly when cap is 0;
+ * - a legacy group has cap >= count + in_use, so a put-back, which only ever
+ *   returns one of in_use, never allocates (pool_putback cannot fail);
+ * - only a legacy group holds buffers; count == provided + returned -
+ *   removed - selected over its life;
+ * - in_use belongs to the id and outlives group lives; peak_in_use >= in_use;
+ * - a GROUP_GONE entry exists only while in_use > 0.
+ */
+#ifndef BUFSEL_POOL_GROUP_H
+#define BUFSEL_POOL_GROUP_H
+
+#include <stdint.h>
+
+#include "pool/alloc.h"
+#include "pool/pool.h"
+
+/* Past this many slots a group reports -ENOMEM: keeps every count in 32 bits
+ * (only reachable through the kernel's put-back-past-the-cap behaviour). */
+#define GROUP_SLOTS_MAX (1u << 30)
+
+struct pool_slot {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t bid;
+};
+
+enum group_kind {
+	GROUP_LEGACY = 1,	/* PROVIDE_BUFFERS created it */
+	GROUP_RING,		/* IORING_REGISTER_PBUF_RING took the id */
+	GROUP_GONE,		/* no group; in_use > 0 buffers still out */
+};
+
+struct group {
+	struct pool_slot *slots;
+	uint32_t cap, head, count;
+	uint32_t in_use, peak_in_use;
+	uint16_t bgid;
+	uint8_t kind;		/* enum group_kind */
+	uint64_t provided, removed, selected, returned, consumed, enobufs;
+};
+
+/* Starts a new life of kind k on the id: fresh counters, in_use kept. */
+void group_begin(struct group *g, enum group_kind k);
+/* Starts a legacy group's life with room for the id's buffers still out:
+ * 0, or -ENOMEM with nothing changed. */
+int group_begin_legacy(struct group *g, const struct pool_allocator *a);
+/* Frees the deque's memory (the group must hold no buffers). */
+void group_release(struct group *g, const struct pool_allocator *a);
+
+/* A validated PROVIDE on a legacy group: 0, -EOVERFLOW or -ENOMEM. */
+int group_add(struct group *g, const struct pool_provide *r, const struct pool_allocator *a);
+/* Takes the last k added (at most all held) back off the tail of a legacy
+ * group, as if they had never been provided. */
+void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a);
+/* Removes up to nbufs from the head of a legacy group; returns how many. */
+uint32_t group_remove(struct group *g, uint32_t nbufs, const struct pool_allocator *a);
+/* Head of a legacy group: 0 or -ENOBUFS. */
+int group_select(struct group *g, struct pool_buf *out);
+/* One of in_use comes back (the caller checked in_use > 0): to the head if
+ * legacy, else dropped. */
+void group_putback(struct group *g, const struct pool_buf *b);
+/* One of in_use was delivered (the caller checked in_use > 0). */
+void group_consume(struct group *g, const struct pool_allocator *a);
+
+void group_stats(const struct group *g, struct pool_group_stats *out);
+/* 0 or -EUCLEAN. */
+int group_check(const struct group *g, uint16_t bgid);
+
+#endif

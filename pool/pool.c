@@ -1,0 +1,245 @@
+/*
+ * The public face of pool/: a pool's life, its id table (table.h), and the
+ * operations that find the group for an id and decide, as kbuf.c does, what
+ * happens when the id holds no group, a legacy group or a ring-mapped one.
+ * The deque work itself is group.c's.
+ *
+ * Entry lifetime: an id gets an entry on its first provide or ring
+ * registration.  The entry stays while it is a legacy group (even empty: 6.18
+ * keeps emptied groups until the ring dies) or a ring; after a ring
+ * unregistration, or the undo of the provide that made it, it stays as
+ * GROUP_GONE only while buffers selected from an earlier group of the id are
+ * out, because their put-back or delivery still has to be accounted to the
+ * id.
+ */
+#include "pool/table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *libc_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return malloc(size);
+}
+
+static void libc_free(void *ctx, void *ptr, size_t size)
+{
+	(void)ctx;
+	(void)size;
+	free(ptr);
+}
+
+static const struct pool_allocator libc_allocator = {
+	.alloc = libc_alloc,
+	.free = libc_free,
+};
+
+int pool_create_with(struct pool **out, const struct pool_allocator *a)
+{
+	if (!a)
+		a = &libc_allocator;
+	struct pool *p = pool_alloc(a, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->a = *a;
+	*out = p;
+	return 0;
+}
+
+int pool_create(struct pool **out)
+{
+	return pool_create_with(out, NULL);
+}
+
+void pool_destroy(struct pool *p)
+{
+	if (!p)
+		return;
+	struct pool_allocator a = p->a;
+	for (uint32_t d = 0; d < TABLE_FAN; d++) {
+		struct table_chunk *c = p->dir[d];
+		if (!c)
+			continue;
+		for (uint32_t i = 0; i < TABLE_FAN; i++) {
+			if (!c->g[i])
+				continue;
+			group_release(c->g[i], &a);
+			pool_free(&a, c->g[i], sizeof(*c->g[i]));
+		}
+		pool_free(&a, c, sizeof(*c));
+	}
+	pool_free(&a, p, sizeof(*p));
+}
+
+/* A new entry of kind k for an id that has none: the group, or NULL when
+ * memory ran out (and then nothing changed). */
+static struct group *entry_new(struct pool *p, uint16_t bgid, enum group_kind k)
+{
+	struct table_chunk **cp = &p->dir[bgid >> TABLE_SHIFT];
+	struct table_chunk *c = *cp;
+	if (!c) {
+		c = pool_alloc(&p->a, sizeof(*c));
+		if (!c)
+			return NULL;
+		memset(c, 0, sizeof(*c));
+	}
+	struct group *g = pool_alloc(&p->a, sizeof(*g));
+	if (!g) {
+		if (c != *cp)
+			pool_free(&p->a, c, sizeof(*c));
+		return NULL;
+	}
+	*g = (struct group){ .bgid = bgid };
+	group_begin(g, k);
+	*cp = c;
+	c->g[bgid & (TABLE_FAN - 1)] = g;
+	c->used++;
+	p->ngroups++;
+	return g;
+}
+
+static void entry_free(struct pool *p, struct group *g)
+{
+	struct table_chunk **cp = &p->dir[g->bgid >> TABLE_SHIFT];
+	(*cp)->g[g->bgid & (TABLE_FAN - 1)] = NULL;
+	group_release(g, &p->a);
+	pool_free(&p->a, g, sizeof(*g));
+	p->ngroups--;
+	if (!--(*cp)->used) {
+		pool_free(&p->a, *cp, sizeof(**cp));
+		*cp = NULL;
+	}
+}
+
+int pool_provide(struct pool *p, const struct pool_provide *r)
+{
+	int ret = pool_provide_prep(r);
+	if (ret)
+		return ret;
+	struct group *g = table_get(p, r->bgid);
+	if (!g) {
+		g = entry_new(p, r->bgid, GROUP_LEGACY);
+		if (!g)
+			return -ENOMEM;
+	} else if (g->kind == GROUP_RING) {
+		return -EINVAL;
+	} else if (g->kind == GROUP_GONE) {
+		ret = group_begin_legacy(g, &p->a);
+		if (ret)
+			return ret;
+	}
+	return group_add(g, r, &p->a);
+}
+
+void pool_provide_undo(struct pool *p, uint16_t bgid, uint32_t added, int created)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_LEGACY)
+		return;
+	group_unadd(g, added, &p->a);
+	if (!created || g->count)
+		return;
+	/* The id goes back to what it was: nothing, or buffers still out of an
+	 * earlier group. */
+	if (g->in_use) {
+		group_release(g, &p->a);
+		group_begin(g, GROUP_GONE);
+	} else {
+		entry_free(p, g);
+	}
+}
+
+int pool_remove(struct pool *p, const struct pool_remove *r)
+{
+	int ret = pool_remove_prep(r);
+	if (ret)
+		return ret;
+	struct group *g = table_get(p, r->bgid);
+	if (!g || g->kind == GROUP_GONE)
+		return -ENOENT;
+	if (g->kind == GROUP_RING)
+		return -EINVAL;
+	return (int)group_remove(g, (uint32_t)r->nbufs, &p->a);
+}
+
+int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_LEGACY)
+		return -ENOBUFS;
+	int ret = group_select(g, out);
+	if (!ret)
+		p->outstanding++;
+	return ret;
+}
+
+uint32_t pool_available(const struct pool *p, uint16_t bgid)
+{
+	const struct group *g = table_get(p, bgid);
+	return g && g->kind == GROUP_LEGACY ? g->count : 0;
+}
+
+void pool_putback(struct pool *p, const struct pool_buf *b)
+{
+	struct group *g = table_get(p, b->bgid);
+	if (!g || !g->in_use) {
+		p->strays++;
+		return;
+	}
+	group_putback(g, b);
+	p->outstanding--;
+	if (g->kind == GROUP_GONE && !g->in_use)
+		entry_free(p, g);
+}
+
+void pool_consume(struct pool *p, const struct pool_buf *b)
+{
+	struct group *g = table_get(p, b->bgid);
+	if (!g || !g->in_use) {
+		p->strays++;
+		return;
+	}
+	group_consume(g, &p->a);
+	p->outstanding--;
+	if (g->kind == GROUP_GONE && !g->in_use)
+		entry_free(p, g);
+}
+
+uint64_t pool_strays(const struct pool *p)
+{
+	return p->strays;
+}
+
+int pool_ring_register(struct pool *p, uint16_t bgid)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g)
+		return entry_new(p, bgid, GROUP_RING) ? 0 : -ENOMEM;
+	if (g->kind == GROUP_RING || (g->kind == GROUP_LEGACY && g->count))
+		return -EEXIST;
+	/* An emptied legacy group dies here, counters and all; buffers still
+	 * out of it will be dropped when they come back. */
+	group_release(g, &p->a);
+	group_begin(g, GROUP_RING);
+	return 0;
+}
+
+void pool_ring_unregister(struct pool *p, uint16_t bgid)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_RING)
+		return;
+	if (g->in_use)
+		group_begin(g, GROUP_GONE);
+	else
+		entry_free(p, g);
+}
+
+int pool_is_ring(const struct pool *p, uint16_t bgid)
+{
+	const struct group *g = table_get(p, bgid);
+	return g && g->kind == GROUP_RING;
+}

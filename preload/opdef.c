@@ -1,0 +1,94 @@
+#include "preload/opdef.h"
+
+#include <errno.h>
+#include <linux/io_uring.h>
+
+/* Opcodes newer than the system header, named by value. */
+#define OP_READ_MULTISHOT 49
+#define OP_LAST_KNOWN 64
+
+static const struct opdef opdefs[OP_LAST_KNOWN] = {
+	[IORING_OP_NOP] = { .name = "NOP" },
+	[IORING_OP_READV] = { .name = "READV", .select = SELECT_AT_ISSUE, .buf = BUF_IOVEC },
+	[IORING_OP_WRITEV] = { .name = "WRITEV" },
+	[IORING_OP_FSYNC] = { .name = "FSYNC" },
+	[IORING_OP_READ_FIXED] = { .name = "READ_FIXED" },
+	[IORING_OP_WRITE_FIXED] = { .name = "WRITE_FIXED" },
+	[IORING_OP_POLL_ADD] = { .name = "POLL_ADD" },
+	[IORING_OP_POLL_REMOVE] = { .name = "POLL_REMOVE" },
+	[IORING_OP_SYNC_FILE_RANGE] = { .name = "SYNC_FILE_RANGE" },
+	[IORING_OP_SENDMSG] = { .name = "SENDMSG" },
+	[IORING_OP_RECVMSG] = { .name = "RECVMSG", .select = SELECT_WHEN_READABLE, .buf = BUF_MSGHDR,
+				.pollin = 1 },
+	[IORING_OP_TIMEOUT] = { .name = "TIMEOUT" },
+	[IORING_OP_TIMEOUT_REMOVE] = { .name = "TIMEOUT_REMOVE" },
+	[IORING_OP_ACCEPT] = { .name = "ACCEPT" },
+	[IORING_OP_ASYNC_CANCEL] = { .name = "ASYNC_CANCEL" },
+	[IORING_OP_LINK_TIMEOUT] = { .name = "LINK_TIMEOUT" },
+	[IORING_OP_CONNECT] = { .name = "CONNECT" },
+	[IORING_OP_FALLOCATE] = { .name = "FALLOCATE" },
+	[IORING_OP_OPENAT] = { .name = "OPENAT" },
+	[IORING_OP_CLOSE] = { .name = "CLOSE" },
+	[IORING_OP_FILES_UPDATE] = { .name = "FILES_UPDATE" },
+	[IORING_OP_STATX] = { .name = "STATX" },
+	[IORING_OP_READ] = { .name = "READ", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN },
+	[IORING_OP_WRITE] = { .name = "WRITE" },
+	[IORING_OP_FADVISE] = { .name = "FADVISE" },
+	[IORING_OP_MADVISE] = { .name = "MADVISE" },
+	[IORING_OP_SEND] = { .name = "SEND", .select = SELECT_NEWER_KERNEL },
+	[IORING_OP_RECV] = { .name = "RECV", .select = SELECT_WHEN_READABLE, .buf = BUF_ADDR_LEN,
+			     .pollin = 1 },
+	[IORING_OP_OPENAT2] = { .name = "OPENAT2" },
+	[IORING_OP_EPOLL_CTL] = { .name = "EPOLL_CTL" },
+	[IORING_OP_SPLICE] = { .name = "SPLICE" },
+	[IORING_OP_PROVIDE_BUFFERS] = { .name = "PROVIDE_BUFFERS", .emulated = EMU_PROVIDE_BUFFERS },
+	[IORING_OP_REMOVE_BUFFERS] = { .name = "REMOVE_BUFFERS", .emulated = EMU_REMOVE_BUFFERS },
+	[IORING_OP_TEE] = { .name = "TEE" },
+	[IORING_OP_SHUTDOWN] = { .name = "SHUTDOWN" },
+	[IORING_OP_RENAMEAT] = { .name = "RENAMEAT" },
+	[IORING_OP_UNLINKAT] = { .name = "UNLINKAT" },
+	[IORING_OP_MKDIRAT] = { .name = "MKDIRAT" },
+	[IORING_OP_SYMLINKAT] = { .name = "SYMLINKAT" },
+	[IORING_OP_LINKAT] = { .name = "LINKAT" },
+	[IORING_OP_MSG_RING] = { .name = "MSG_RING" },
+	[IORING_OP_FSETXATTR] = { .name = "FSETXATTR" },
+	[IORING_OP_SETXATTR] = { .name = "SETXATTR" },
+	[IORING_OP_FGETXATTR] = { .name = "FGETXATTR" },
+	[IORING_OP_GETXATTR] = { .name = "GETXATTR" },
+	[IORING_OP_SOCKET] = { .name = "SOCKET" },
+	[IORING_OP_URING_CMD] = { .name = "URING_CMD", .select = SELECT_NEWER_KERNEL },
+	[IORING_OP_SEND_ZC] = { .name = "SEND_ZC" },
+	[IORING_OP_SENDMSG_ZC] = { .name = "SENDMSG_ZC" },
+	[OP_READ_MULTISHOT] = { .name = "READ_MULTISHOT", .select = SELECT_NEWER_KERNEL },
+	[50] = { .name = "WAITID" },
+	[51] = { .name = "FUTEX_WAIT" },
+	[52] = { .name = "FUTEX_WAKE" },
+	[53] = { .name = "FUTEX_WAITV" },
+	[54] = { .name = "FIXED_FD_INSTALL" },
+	[55] = { .name = "FTRUNCATE" },
+	[56] = { .name = "BIND" },
+	[57] = { .name = "LISTEN" },
+	[58] = { .name = "RECV_ZC" },
+	[59] = { .name = "EPOLL_WAIT" },
+	[60] = { .name = "READV_FIXED" },
+	[61] = { .name = "WRITEV_FIXED" },
+	[62] = { .name = "PIPE" },
+};
+_Static_assert(IORING_OP_LAST <= OP_LAST_KNOWN, "every opcode the headers know has a row");
+
+static const struct opdef opdef_unknown = { .name = "UNKNOWN" };
+
+const struct opdef *opdef_get(uint8_t opcode)
+{
+	if (opcode < OP_LAST_KNOWN && opdefs[opcode].name)
+		return &opdefs[opcode];
+	return &opdef_unknown;
+}
+
+int opdef_check(void)
+{
+	for (unsigned op = 0; op < IORING_OP_LAST; op++)
+		if (!opdefs[op].name)
+			return -EINVAL;
+	return 0;
+}

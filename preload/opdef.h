@@ -1,0 +1,50 @@
+/*
+ * What bufsel needs to know about each io_uring opcode, in one table (as the
+ * kernel's io_uring/opdef.c does): the drain loop and the completion path
+ * read a row, they do not switch on opcodes.  A new opcode is a new row.
+ */
+#ifndef BUFSEL_PRELOAD_OPDEF_H
+#define BUFSEL_PRELOAD_OPDEF_H
+
+#include <stdint.h>
+
+/* How bufsel treats IOSQE_BUFFER_SELECT on a legacy group for this opcode. */
+enum opdef_select {
+	SELECT_REFUSED = 0,	/* -EOPNOTSUPP at submission, as the kernel says */
+	SELECT_AT_ISSUE,	/* READ, READV: bound at the first attempt, kept while waiting */
+	SELECT_WHEN_READABLE,	/* RECV, RECVMSG: bound only once the socket has data */
+	SELECT_NEWER_KERNEL,	/* accepted only by kernels newer than the emulation (6.10+):
+				 * refused with the error an older kernel gives */
+};
+
+/* Where the program's buffer address and length live in the SQE. */
+enum opdef_buf {
+	BUF_NONE = 0,
+	BUF_ADDR_LEN,		/* sqe->addr, sqe->len */
+	BUF_IOVEC,		/* one struct iovec at sqe->addr, sqe->len = iovcnt */
+	BUF_MSGHDR,		/* struct msghdr at sqe->addr, one iovec in it */
+};
+
+/* An opcode bufsel answers itself; the kernel never sees it on a legacy group. */
+enum opdef_emulated {
+	EMU_NONE = 0,
+	EMU_PROVIDE_BUFFERS,
+	EMU_REMOVE_BUFFERS,
+};
+
+struct opdef {
+	const char *name;
+	uint8_t select;		/* enum opdef_select */
+	uint8_t buf;		/* enum opdef_buf */
+	uint8_t emulated;	/* enum opdef_emulated */
+	uint8_t pollin;		/* readiness that means "data to bind a buffer to" */
+};
+
+/* The row for an opcode; unknown opcodes get a row that refuses selection
+ * and emulates nothing, so the kernel answers them as it would. */
+const struct opdef *opdef_get(uint8_t opcode);
+
+/* Start-up check that every known opcode has a named row: 0 or -EINVAL. */
+int opdef_check(void);
+
+#endif

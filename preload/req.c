@@ -1,0 +1,94 @@
+#include "preload/req.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct req *req_at(const struct req_table *t, uint32_t idx)
+{
+	return &t->chunk[idx / REQ_CHUNK][idx % REQ_CHUNK];
+}
+
+static int req_grow(struct req_table *t)
+{
+	if (t->nchunks == REQ_CHUNKS)
+		return -1;
+	struct req *c = calloc(REQ_CHUNK, sizeof(*c));
+	if (!c)
+		return -1;
+	uint32_t base = t->nchunks * REQ_CHUNK;
+	t->chunk[t->nchunks++] = c;
+	for (uint32_t i = REQ_CHUNK; i-- > 0;) {
+		c[i].idx = base + i;
+		c[i].next_free = t->free_head;
+		t->free_head = base + i + 1;
+	}
+	return 0;
+}
+
+struct req *req_alloc(struct req_table *t)
+{
+	struct req *q = NULL;
+	spin_lock(&t->lock);
+	if (t->free_head || !req_grow(t)) {
+		q = req_at(t, t->free_head - 1);
+		t->free_head = q->next_free;
+		uint32_t gen = q->gen + 1, idx = q->idx;
+		memset(q, 0, sizeof(*q));
+		q->gen = gen;
+		q->idx = idx;
+		q->live = 1;
+		t->live++;
+	}
+	spin_unlock(&t->lock);
+	return q;
+}
+
+void req_free(struct req_table *t, struct req *q)
+{
+	spin_lock(&t->lock);
+	q->live = 0;
+	q->gen++;
+	q->next_free = t->free_head;
+	t->free_head = q->idx + 1;
+	t->live--;
+	spin_unlock(&t->lock);
+}
+
+uint64_t req_tag(const struct req_table *t, const struct req *q)
+{
+	(void)t;
+	return REQ_TAG_MAGIC | ((uint64_t)(q->gen & 0xffff) << 32) | q->idx;
+}
+
+struct req *req_lookup(struct req_table *t, uint64_t user_data)
+{
+	if ((user_data & REQ_TAG_MASK) != REQ_TAG_MAGIC)
+		return NULL;
+	uint32_t idx = (uint32_t)user_data;
+	if (idx / REQ_CHUNK >= t->nchunks)
+		return NULL;
+	struct req *q = req_at(t, idx);
+	return q->live && (q->gen & 0xffff) == ((user_data >> 32) & 0xffff) ? q : NULL;
+}
+
+struct req *req_find_user_data(struct req_table *t, uint64_t ud)
+{
+	struct req *found = NULL;
+	spin_lock(&t->lock);
+	for (uint32_t c = 0; c < t->nchunks && !found; c++)
+		for (uint32_t i = 0; i < REQ_CHUNK; i++)
+			if (t->chunk[c][i].live && t->chunk[c][i].user_data == ud &&
+			    t->chunk[c][i].kind != REQ_STANDIN) {
+				found = &t->chunk[c][i];
+				break;
+			}
+	spin_unlock(&t->lock);
+	return found;
+}
+
+void req_table_destroy(struct req_table *t)
+{
+	for (uint32_t c = 0; c < t->nchunks; c++)
+		free(t->chunk[c]);
+	memset(t, 0, sizeof(*t));
+}
