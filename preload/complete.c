@@ -4,8 +4,14 @@
  * it), so a full shadow CQ loses nothing and the kernel keeps its NODROP
  * bookkeeping; IORING_SQ_CQ_OVERFLOW in the shadow tells the program to enter
  * and make room, exactly as the kernel's flag would.
+ *
+ * CQEs bufsel makes itself (an emulated request answered in user space, the
+ * -ECANCELED of a held chain) wait in r->synth, in order, and go first: no
+ * real CQE passes them, so the program sees one ordered stream.
  */
 #include "preload/ring_io.h"
+
+#include <stdlib.h>
 
 unsigned complete_ready(const struct ring *r)
 {
@@ -33,6 +39,40 @@ static void complete_flags(struct ring *r, unsigned left)
 			      memory_order_relaxed);
 }
 
+/* Caller holds cq_lock.  Only an allocation failure can lose a CQE; it is
+ * counted in r->cqe_lost, which the exit report shows. */
+void complete_post(struct ring *r, const struct io_uring_cqe *cqe)
+{
+	struct cqe_queue *q = &r->synth;
+	if (q->len == q->cap) {
+		unsigned cap = q->cap ? q->cap * 2 : 64;
+		struct io_uring_cqe *v = malloc(cap * sizeof(*v));
+		if (!v) {
+			r->cqe_lost++;
+			return;
+		}
+		for (unsigned i = 0; i < q->len; i++)
+			v[i] = q->v[(q->head + i) % q->cap];
+		free(q->v);
+		q->v = v;
+		q->cap = cap;
+		q->head = 0;
+	}
+	q->v[(q->head + q->len++) % q->cap] = *cqe;
+}
+
+/* Moves queued CQEs into the shadow while it has room; returns how many. */
+static unsigned synth_flush(struct ring *r, unsigned stail, unsigned space)
+{
+	struct cqe_queue *q = &r->synth;
+	unsigned n = 0;
+	for (; q->len && n < space; n++, q->len--) {
+		r->sh.cqes[(stail + n) & r->sh.cq_mask] = q->v[q->head];
+		q->head = (q->head + 1) % q->cap;
+	}
+	return n;
+}
+
 unsigned complete_reap(struct ring *r)
 {
 	struct shadow *s = &r->sh;
@@ -41,17 +81,18 @@ unsigned complete_reap(struct ring *r)
 	unsigned avail = atomic_load_explicit(r->rcq_tail, memory_order_acquire) - rhead;
 	unsigned stail = atomic_load_explicit(s->cq_tail, memory_order_relaxed);
 	unsigned space = s->cq_entries - (stail - atomic_load_explicit(s->cq_head, memory_order_acquire));
-	unsigned taken = 0, posted = 0;
+	unsigned taken = 0, posted = synth_flush(r, stail, space);
 
-	for (; taken < avail && posted < space; taken++) {
+	while (taken < avail && posted < space && !r->synth.len) {
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
-		*dst = r->rcqes[(rhead + taken) & r->rcq_mask];
+		*dst = r->rcqes[(rhead + taken++) & r->rcq_mask];
 		if (!r->hooks || r->hooks->complete(r, dst))
 			posted++;
+		posted += synth_flush(r, stail + posted, space - posted);
 	}
 	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);
 	atomic_store_explicit(r->rcq_head, rhead + taken, memory_order_release);
-	complete_flags(r, avail - taken);
+	complete_flags(r, avail - taken + r->synth.len);
 	spin_unlock(&r->cq_lock);
 	return posted;
 }

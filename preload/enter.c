@@ -41,9 +41,7 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 	long total = 0;
 	for (;;) {
 		ret = b.copied ? real_enter(r, b.copied, 0, 0, NULL, 0) : 0;
-		submit_finish(r, &b, ret);
-		if (ret > 0)
-			total += ret;
+		total += submit_finish(r, &b, ret);
 		/* An SQE that must reach the kernel alone ended this part of the
 		 * batch: go on with the rest, as one enter does natively. */
 		if (!b.barrier || ret != (long)b.copied)
@@ -58,12 +56,25 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 	return ret;
 }
 
+/* Moves what the kernel completed, then issues what those completions
+ * released (a receive whose data came, a held chain): it must reach the
+ * kernel before anyone waits for it. */
+static unsigned reap_and_follow(struct ring *r)
+{
+	unsigned n = complete_reap(r);
+	if (r->hooks && r->ready) {
+		r->hooks->followup(r);
+		n += complete_reap(r);
+	}
+	return n;
+}
+
 static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
 		       size_t argsz)
 {
 	unsigned ready = complete_ready(r);
-	if (ready < min_complete || !min_complete)
-		ready += complete_reap(r);
+	if (ready < min_complete || !min_complete || r->ready)
+		ready += reap_and_follow(r);
 	long ret;
 	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run.
 	 * A completion bufsel consumes itself does not count for the program,
@@ -76,7 +87,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 		else
 			ret = real_enter(r, 0, min_complete > ready ? min_complete - ready : 0,
 					 flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
-		complete_reap(r);
+		reap_and_follow(r);
 		ready = complete_ready(r);
 	} while (ret >= 0 && min_complete && ready < min_complete);
 	if (ret < 0 && ready)
@@ -104,7 +115,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 		if (!ret)
 			ret = w;
 	} else {
-		complete_reap(r);
+		reap_and_follow(r);
 	}
 	return ret;
 }

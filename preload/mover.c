@@ -33,6 +33,8 @@ static void *mover_main(void *arg)
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
 		unsigned before = atomic_load(r->sh.cq_tail);
 		complete_reap(r);
+		if (r->hooks)
+			r->hooks->followup(r);
 		if (atomic_load(r->sh.cq_tail) != before)
 			futex_wake_all(r->sh.cq_tail);
 		/* A full shadow leaves the real ring readable: wait for the program

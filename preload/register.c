@@ -34,15 +34,56 @@ static void learn_ring_fds(unsigned opcode, const void *arg, unsigned nr, long r
 	}
 }
 
+/*
+ * A buffer ring and a legacy group cannot share an id.  The kernel knows
+ * nothing of the legacy groups bufsel keeps, so its -EEXIST for a legacy
+ * group that holds buffers is given here, after the kernel's own argument
+ * checks have run (a registration that then succeeds is taken back).
+ */
+static long register_pbuf_ring(struct ring *r, const long a[6])
+{
+	struct io_uring_buf_reg reg;
+	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+	if (ret || copy_from_prog(&reg, (const void *)a[2], sizeof(reg)))
+		return ret;
+	spin_lock(&r->pool_lock);
+	ret = pool_ring_register(r->pool, reg.bgid);
+	spin_unlock(&r->pool_lock);
+	if (ret) {
+		struct io_uring_buf_reg undo = { .bgid = reg.bgid };
+		sys_call6(__NR_io_uring_register, r->priv_fd, IORING_UNREGISTER_PBUF_RING, (long)&undo, 1, 0, 0);
+	}
+	return ret;
+}
+
+static long unregister_pbuf_ring(struct ring *r, const long a[6])
+{
+	struct io_uring_buf_reg reg;
+	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+	if (!ret && !copy_from_prog(&reg, (const void *)a[2], sizeof(reg))) {
+		spin_lock(&r->pool_lock);
+		pool_ring_unregister(r->pool, reg.bgid);
+		spin_unlock(&r->pool_lock);
+	}
+	return ret;
+}
+
 long emu_register(const long a[6])
 {
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
-	if (!((unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING)) {
-		struct ring *r = ring_get((int)a[0]);
-		if (r) {
-			complete_sync_cq_flags(r);
-			ring_put(r);
-		}
+	struct ring *r = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
+				 ? ring_get_registered((unsigned)a[0])
+				 : ring_get((int)a[0]);
+	if (r) {
+		long ret = -ENOSYS;
+		complete_sync_cq_flags(r);
+		if (opcode == IORING_REGISTER_PBUF_RING)
+			ret = register_pbuf_ring(r, a);
+		else if (opcode == IORING_UNREGISTER_PBUF_RING)
+			ret = unregister_pbuf_ring(r, a);
+		ring_put(r);
+		if (ret != -ENOSYS)
+			return ret;
 	}
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
 	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)

@@ -1,5 +1,6 @@
 #include "preload/req.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,8 +44,26 @@ struct req *req_alloc(struct req_table *t)
 	return q;
 }
 
+int req_hold(struct req *q, const struct io_uring_sqe *sqe)
+{
+	if (q->nheld == q->capheld) {
+		uint32_t cap = q->capheld ? q->capheld * 2 : 4;
+		struct io_uring_sqe *v = realloc(q->held, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		q->held = v;
+		q->capheld = cap;
+	}
+	q->held[q->nheld++] = *sqe;
+	return 0;
+}
+
 void req_free(struct req_table *t, struct req *q)
 {
+	free(q->held);
+	free(q->msg);
+	q->held = NULL;
+	q->msg = NULL;
 	spin_lock(&t->lock);
 	q->live = 0;
 	q->gen++;
@@ -88,7 +107,12 @@ struct req *req_find_user_data(struct req_table *t, uint64_t ud)
 
 void req_table_destroy(struct req_table *t)
 {
-	for (uint32_t c = 0; c < t->nchunks; c++)
+	for (uint32_t c = 0; c < t->nchunks; c++) {
+		for (uint32_t i = 0; i < REQ_CHUNK; i++) {
+			free(t->chunk[c][i].held);
+			free(t->chunk[c][i].msg);
+		}
 		free(t->chunk[c]);
+	}
 	memset(t, 0, sizeof(*t));
 }

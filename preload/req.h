@@ -12,6 +12,8 @@
 #define BUFSEL_PRELOAD_REQ_H
 
 #include <stdint.h>
+#include <linux/io_uring.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "pool/pool.h"
@@ -25,6 +27,10 @@
 enum req_kind {
 	REQ_STANDIN,		/* answers an emulated SQE: report res */
 	REQ_READ_SEL,		/* READ/READV rewritten onto a selected buffer */
+	REQ_RECV_WAIT,		/* a RECV/RECVMSG waiting for data: a POLL_ADD stands in */
+	REQ_RECV_SEL,		/* that receive, issued on the buffer selected for the data */
+	REQ_SENTINEL,		/* a NOP that tells when the SQEs before it in a chain are done */
+	REQ_LINK_TIMEOUT,	/* the program's LINK_TIMEOUT on a waiting receive */
 };
 
 enum req_flags {
@@ -32,6 +38,9 @@ enum req_flags {
 	REQ_FIXED_FILE = 1 << 1,
 	REQ_LINKED = 1 << 2,		/* a short result fails the link */
 	REQ_DELIVERED = 1 << 3,		/* the buffer was accounted as delivered at submission */
+	REQ_HARDLINK = 1 << 4,		/* the chain goes on after a failure */
+	REQ_DONE = 1 << 5,		/* its CQE is posted; only a LINK_TIMEOUT keeps it */
+	REQ_WAITALL = 1 << 6,		/* MSG_WAITALL: a short receive fails the link */
 };
 
 struct req {
@@ -43,9 +52,24 @@ struct req {
 	uint8_t kind;
 	uint8_t flags;
 	int32_t res;		/* REQ_STANDIN: what the CQE reports */
+	uint32_t cflags;	/* REQ_STANDIN: and its flags */
 	uint32_t want;		/* bytes asked for: a shorter result fails a link */
+	int32_t expect;		/* REQ_STANDIN: what the stand-in gives when it runs */
 	struct pool_buf buf;
-	struct iovec iov;	/* READV: the one iovec, now on the selected buffer */
+	struct iovec iov;	/* READV/RECVMSG: the one iovec, now on the selected buffer */
+	struct msghdr *msg;	/* RECVMSG: bufsel's copy, pointing at iov */
+	uint64_t prog_msg;	/* RECVMSG: the program's msghdr, for the write-back */
+
+	/* SQEs held back until this request is done: the rest of its chain,
+	 * or for a sentinel the SQEs it stands before. */
+	struct io_uring_sqe *held;
+	uint32_t nheld, capheld;
+	struct io_uring_sqe orig;	/* RECV_WAIT: the program's receive */
+	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
+	struct req *owner;		/* LINK_TIMEOUT: the receive it guards */
+	struct io_uring_cqe stash;	/* LINK_TIMEOUT's CQE, posted after the receive's */
+	uint8_t stashed;
+	struct req *next_ready;		/* on the ring's list of chains to issue */
 };
 
 struct req_table {
@@ -58,6 +82,8 @@ struct req_table {
 
 struct req *req_alloc(struct req_table *t);	/* NULL: out of memory or slots */
 void req_free(struct req_table *t, struct req *q);
+/* Appends an SQE to q's held list: 0 or -ENOMEM. */
+int req_hold(struct req *q, const struct io_uring_sqe *sqe);
 uint64_t req_tag(const struct req_table *t, const struct req *q);
 /* The live request a CQE's user_data names, or NULL for anything else. */
 struct req *req_lookup(struct req_table *t, uint64_t user_data);

@@ -15,6 +15,15 @@ struct ring;
 struct req;
 struct ring_hooks;
 
+enum undo_kind { UNDO_NONE, UNDO_REQ, UNDO_SELECT, UNDO_PROVIDE };
+
+/* How a stand-in SQE behaves in the kernel. */
+enum standin_class {
+	SUCCEED,	/* a NOP: it runs and succeeds */
+	FAIL_AT_PREP,	/* the kernel rejects it before anything runs */
+	FAIL_AT_ISSUE,	/* it runs, and fails: a link breaks here */
+};
+
 struct rewrite_undo {
 	uint8_t kind;		/* what to take back if the kernel never saw the SQE */
 	uint8_t created;	/* PROVIDE made the group */
@@ -30,15 +39,20 @@ static inline int rewrite_wanted(const struct io_uring_sqe *sqe)
 	       sqe->opcode == IORING_OP_REMOVE_BUFFERS || sqe->opcode == IORING_OP_ASYNC_CANCEL;
 }
 
-/* Rewrites *sqe in place; records in *u how to take it back. */
-void rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
+/* Rewrites *sqe in place; records in *u how to take it back; returns the
+ * request that takes the rest of the chain, if any. */
+void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain);
 /* The kernel did not consume the SQE: undo its effects (in reverse order). */
 void rewrite_undo(struct ring *r, struct rewrite_undo *u);
+/* For the completion side (completion.c): selects a buffer for a receive
+ * whose socket now has data and rewrites q->orig onto it; 0 or -errno. */
+int rewrite_bind_recv(struct ring *r, struct req *q);
 
 extern const struct ring_hooks rewrite_hooks;
 
-/* A real CQE that names one of bufsel's requests: turns it into what the
- * program must see.  Returns 1 to post *cqe, 0 to hide it. */
-int rewrite_complete(struct ring *r, struct req *q, struct io_uring_cqe *cqe);
+/* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
+ * chains that completions made ready to issue. */
+int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe);
+void rewrite_followup(struct ring *r);
 
 #endif

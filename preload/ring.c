@@ -67,6 +67,10 @@ static void ring_destroy(struct ring *r)
 	pool_destroy(r->pool);
 	req_table_destroy(&r->reqs);
 	free(r->undo);
+	free(r->prog_end);
+	r->prog_end = NULL;
+	free(r->synth.v);
+	r->synth = (struct cqe_queue){0};
 	r->pool = NULL;
 	r->undo = NULL;
 	r->hooks = NULL;

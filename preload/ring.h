@@ -31,12 +31,27 @@
  */
 struct ring_hooks {
 	int (*wants)(const struct io_uring_sqe *sqe);
-	void (*rewrite)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
+	/* Rewrites *sqe in its real slot; returns a request that takes the rest
+	 * of the chain (NULL: the chain goes on in the real SQ).  in_chain: an
+	 * SQE before this one links to it. */
+	void *(*rewrite)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u,
+			 int in_chain);
+	/* An SQE of a chain a request took: 0 if held, 1 if it was rewritten
+	 * in place and must take a real slot after all (undo in *u). */
+	int (*hold)(struct ring *r, void *capture, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	void (*undo)(struct ring *r, struct rewrite_undo *u);
 	/* A real CQE: 1 to post (possibly patched), 0 to hide. */
 	int (*complete)(struct ring *r, struct io_uring_cqe *cqe);
 	/* Would this SQE have to go to the kernel alone, after what precedes it? */
 	int (*barrier)(const struct io_uring_sqe *sqe);
+	/* Work the completion path queued that needs the SQ (outside cq_lock). */
+	void (*followup)(struct ring *r);
+};
+
+/* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock). */
+struct cqe_queue {
+	struct io_uring_cqe *v;
+	unsigned head, len, cap;
 };
 
 struct ring {
@@ -67,7 +82,11 @@ struct ring {
 	struct pool *pool;
 	struct spin pool_lock;
 	struct req_table reqs;
+	struct cqe_queue synth;
+	struct req *ready;		/* chains completions made ready to issue (cq_lock) */
+	unsigned long cqe_lost;		/* CQEs bufsel made but found no memory for */
 	struct rewrite_undo *undo;	/* one per SQ entry: the batch being drained */
+	unsigned *prog_end;		/* per real slot: program SQEs consumed through it */
 	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;		/* and the kernel has seen such an SQE too */
 

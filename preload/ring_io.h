@@ -8,7 +8,17 @@
 
 #include "preload/ring.h"
 
+/* Where one drain pass stands (shared by program batches and held chains). */
+struct place_state {
+	unsigned real_tail;	/* real tail at the start */
+	unsigned copied;	/* real slots filled */
+	int linked;		/* the SQE before had IO_LINK or IO_HARDLINK */
+	void *capture;		/* a request taking the rest of the current chain */
+};
+
 struct submit_batch {
+	struct place_state st;
+	unsigned prog;		/* program SQEs taken from the shadow SQ */
 	unsigned copied;	/* SQEs placed in the real SQ */
 	unsigned wanted;	/* what the program asked for (non-SQPOLL) */
 	int dropped;		/* an invalid SQ array index ended the batch */
@@ -19,12 +29,19 @@ struct submit_batch {
 
 /* Caller holds r->sq_lock for both. */
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b);
-void submit_finish(struct ring *r, const struct submit_batch *b, long kret);
+/* Returns how many program SQEs the kernel's answer consumed. */
+unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret);
+/* Places SQEs bufsel held back into the real SQ (caller holds sq_lock and
+ * enters the kernel after): the number of real slots, or -EBUSY. */
+int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct io_uring_sqe *rest,
+		unsigned n);
 
 /* Moves every CQE that fits; returns the number moved.  Takes r->cq_lock. */
 unsigned complete_reap(struct ring *r);
 unsigned complete_ready(const struct ring *r);
 void complete_sync_cq_flags(struct ring *r);
+/* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
+void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		const void *argp, size_t argsz);

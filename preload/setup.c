@@ -144,6 +144,8 @@ long emu_setup(const long a[6])
 		err = pool_create(&r->pool);
 	if (!err && !(r->undo = calloc(p.sq_entries, sizeof(*r->undo))))
 		err = -ENOMEM;
+	if (!err && !(r->prog_end = calloc(p.sq_entries, sizeof(*r->prog_end))))
+		err = -ENOMEM;
 	if (err)
 		goto fail;
 	r->hooks = &rewrite_hooks;

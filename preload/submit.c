@@ -5,8 +5,54 @@
  * back: the real tail and the shadow head roll back together, so the program
  * sees exactly the SQ state it would see natively, and whatever bufsel did
  * for an SQE the kernel never took is undone.
+ *
+ * An SQE bufsel must hold back (the rest of a chain behind a receive that
+ * waits for data) is "captured": it leaves the shadow SQ like any other but
+ * takes no real slot; it belongs to the real slot before it and is consumed,
+ * or rolled back, with that slot.
  */
 #include "preload/ring_io.h"
+
+#include <errno.h>
+
+/* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
+ * must wait (a barrier: the kernel has to see what precedes it first). */
+static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *src,
+		     int sqpoll)
+{
+	int in_chain = st->linked;
+	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
+	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
+		r->drain_disabled = 1;
+	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
+	struct io_uring_sqe *sqe = &r->rsqes[slot];
+	if (st->capture) {
+		*sqe = *src;
+		int place = r->hooks->hold(r, st->capture, sqe, &r->undo[st->copied]);
+		if (!st->linked)
+			st->capture = NULL;
+		if (!place)
+			return 0;
+	} else if (r->hooks && r->hooks->wants(src)) {
+		if (st->copied && !sqpoll && r->hooks->barrier(src)) {
+			st->linked = in_chain;
+			return -1;
+		}
+		*sqe = *src;
+		st->capture = r->hooks->rewrite(r, sqe, &r->undo[st->copied], in_chain);
+		if (st->capture && !st->linked)
+			st->capture = NULL;
+	} else {
+		*sqe = *src;
+		if (r->undo)
+			r->undo[st->copied].kind = 0;
+	}
+	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
+		r->kernel_skip = 1;
+	atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+	st->copied++;
+	return 1;
+}
 
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 {
@@ -19,49 +65,42 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	/* An SQPOLL kernel takes everything published, whatever to_submit says. */
 	unsigned n = sqpoll || to_submit > avail ? avail : to_submit;
 
-	if (n > rspace)
-		n = rspace;
 	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail };
+	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = atomic_load_explicit(&s->sq_array[(head + i) & s->sq_mask], memory_order_relaxed);
 		if (idx >= s->sq_entries) {
 			b->dropped = 1;
 			break;
 		}
-		unsigned slot = (rtail + b->copied) & r->rsq_mask;
-		struct io_uring_sqe *sqe = &r->rsqes[slot];
-		*sqe = s->sqes[idx];
-		if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
-			r->drain_disabled = 1;
-		if (r->hooks && r->hooks->wants(sqe)) {
-			if (b->copied && !sqpoll && r->hooks->barrier(sqe)) {
-				b->barrier = 1;
-				break;
-			}
-			r->hooks->rewrite(r, sqe, &r->undo[b->copied]);
-		} else if (r->undo) {
-			r->undo[b->copied].kind = 0;
+		if (b->st.copied == rspace && !b->st.capture)
+			break;
+		int placed = place_one(r, &b->st, &s->sqes[idx], sqpoll);
+		if (placed < 0) {
+			b->barrier = 1;
+			break;
 		}
-		if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
-			r->kernel_skip = 1;
-		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
-		b->copied++;
+		b->prog++;
+		/* A captured SQE goes with the real slot before it. */
+		if (r->prog_end && b->st.copied)
+			r->prog_end[b->st.copied - 1] = b->prog;
 	}
+	b->copied = b->st.copied;
 	atomic_store_explicit(r->rsq_tail, rtail + b->copied, memory_order_release);
 	if (sqpoll) {
 		/* The SQ thread owns what we published; the batch is done now. */
-		unsigned consumed = b->copied + (unsigned)b->dropped;
+		unsigned consumed = b->prog + (unsigned)b->dropped;
 		if (b->dropped)
 			atomic_fetch_add(s->sq_dropped, 1);
 		atomic_store_explicit(s->sq_head, head + consumed, memory_order_release);
 	}
 }
 
-void submit_finish(struct ring *r, const struct submit_batch *b, long kret)
+unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 {
 	struct shadow *s = &r->sh;
 	if (r->setup_flags & IORING_SETUP_SQPOLL)
-		return;
+		return b->prog;
 	unsigned taken = (unsigned)(atomic_load_explicit(r->rsq_head, memory_order_acquire) - b->real_tail);
 	if (taken > b->copied)
 		taken = b->copied;
@@ -69,11 +108,36 @@ void submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 	if (r->hooks)
 		for (unsigned i = b->copied; i-- > taken;)
 			r->hooks->undo(r, &r->undo[i]);
-	unsigned consumed = taken;
+	unsigned consumed = taken && r->prog_end ? r->prog_end[taken - 1] : taken;
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
 	if (b->dropped && taken == b->copied && kret >= 0) {
 		atomic_fetch_add(s->sq_dropped, 1);
-		consumed++;
+		atomic_store_explicit(s->sq_head, b->sh_head + consumed + 1, memory_order_release);
+		return consumed;
 	}
 	atomic_store_explicit(s->sq_head, b->sh_head + consumed, memory_order_release);
+	return consumed;
+}
+
+int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct io_uring_sqe *rest,
+		unsigned n)
+{
+	unsigned rtail = atomic_load_explicit(r->rsq_tail, memory_order_relaxed);
+	unsigned rspace = r->rsq_entries - (rtail - atomic_load_explicit(r->rsq_head, memory_order_acquire));
+	struct place_state st = { .real_tail = rtail };
+	if (n + !!first > rspace)
+		return -EBUSY;
+	if (first && first->opcode != 0xff) {
+		/* Already rewritten: it goes in as it is, heading the chain. */
+		unsigned slot = rtail & r->rsq_mask;
+		r->rsqes[slot] = *first;
+		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+		st.copied = 1;
+		st.linked = !!(first->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (place_one(r, &st, &rest[i], 1) < 0)
+			return -EBUSY;
+	atomic_store_explicit(r->rsq_tail, rtail + st.copied, memory_order_release);
+	return (int)st.copied;
 }

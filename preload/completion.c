@@ -1,0 +1,237 @@
+/*
+ * The emulation of legacy provided buffers: the completion side.  A real
+ * CQE whose user_data is one of bufsel's tags is turned into what the kernel
+ * with the feature would have posted (the program's user_data, the result,
+ * IORING_CQE_F_BUFFER and the bid), or into the next step of an emulated
+ * request: a waiting receive whose poll fired gets its buffer and is issued,
+ * a chain held behind a sentinel is issued or cancelled.
+ *
+ * Runs under the ring's cq_lock; anything that needs the SQ is queued on
+ * r->ready and issued by rewrite_followup once cq_lock is dropped.
+ */
+#define _GNU_SOURCE
+#include "preload/rewrite.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+
+#include "preload/log.h"
+#include "preload/req.h"
+#include "preload/ring.h"
+#include "preload/ring_io.h"
+#include "preload/sys.h"
+#include "preload/uaccess.h"
+
+static void post(struct ring *r, uint64_t ud, int res, unsigned flags)
+{
+	struct io_uring_cqe c = { .user_data = ud, .res = res, .flags = flags };
+	complete_post(r, &c);
+}
+
+/* The held SQEs will never run: each gets -ECANCELED, as a broken chain's do. */
+static void cancel_held(struct ring *r, struct req *q)
+{
+	for (uint32_t i = 0; i < q->nheld; i++)
+		post(r, q->held[i].user_data, -ECANCELED, 0);
+	q->nheld = 0;
+}
+
+static void make_ready(struct ring *r, struct req *q)
+{
+	struct req **tail = &r->ready;
+	while (*tail)
+		tail = &(*tail)->next_ready;
+	q->next_ready = NULL;
+	*tail = q;
+}
+
+static void release(struct ring *r, struct req *q)
+{
+	if (q->timeout) {
+		/* Its LINK_TIMEOUT's CQE is still to come, and goes after ours. */
+		q->flags |= REQ_DONE;
+		return;
+	}
+	req_free(&r->reqs, q);
+}
+
+/* What the kernel posts for the receive itself, and the rest of its chain. */
+static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, int succeeded)
+{
+	int post_it = 1;
+	if (q->prog_msg && q->msg) {
+		/* The kernel wrote these into bufsel's msghdr. */
+		const struct msghdr *m = q->msg;
+		struct msghdr *pm = (struct msghdr *)(uintptr_t)q->prog_msg;
+		copy_to_prog(&pm->msg_namelen, &m->msg_namelen, sizeof(m->msg_namelen));
+		copy_to_prog(&pm->msg_controllen, &m->msg_controllen, sizeof(m->msg_controllen));
+		copy_to_prog(&pm->msg_flags, &m->msg_flags, sizeof(m->msg_flags));
+	}
+	if ((q->flags & REQ_SKIP_SUCCESS) && succeeded)
+		post_it = 0;
+	if (q->timeout && q->timeout->stashed) {
+		struct req *t = q->timeout;
+		if (post_it) {
+			complete_post(r, cqe);
+			post_it = 0;
+		}
+		complete_post(r, &t->stash);
+		req_free(&r->reqs, t);
+		q->timeout = NULL;
+	}
+	release(r, q);
+	return post_it;
+}
+
+static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int got = cqe->res > 0;
+	spin_lock(&r->pool_lock);
+	if (got) {
+		if (!(q->flags & REQ_DELIVERED))
+			pool_consume(r->pool, &q->buf);
+	} else if (!(q->flags & REQ_DELIVERED)) {
+		/* End of file or an error: the buffer goes back to the head. */
+		pool_putback(r->pool, &q->buf);
+	}
+	spin_unlock(&r->pool_lock);
+	cqe->user_data = q->user_data;
+	if (got)
+		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+	int ok = cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want);
+	return finish_recv(r, q, cqe, ok);
+}
+
+static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int res = cqe->res < 0 ? cqe->res : rewrite_bind_recv(r, q);
+	if (!res) {
+		/* Data is there and a buffer is bound: issue the receive (and the
+		 * chain behind it); the poll's CQE is bufsel's alone. */
+		make_ready(r, q);
+		return 0;
+	}
+	cqe->user_data = q->user_data;
+	cqe->res = res;
+	cqe->flags = 0;
+	complete_post(r, cqe);
+	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
+	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
+		make_ready(r, q);	/* the chain goes on; its head is gone */
+		return 0;
+	}
+	cancel_held(r, q);
+	release(r, q);
+	return 0;
+}
+
+static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int post_it = 1;
+	spin_lock(&r->pool_lock);
+	if ((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) {
+		/* An unregistered fixed file fails before selection. */
+		pool_putback(r->pool, &q->buf);
+	} else {
+		if (!(q->flags & REQ_DELIVERED))
+			pool_consume(r->pool, &q->buf);
+		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		int ok = cqe->res >= 0 && !((q->flags & REQ_LINKED) && (uint32_t)cqe->res < q->want);
+		if ((q->flags & REQ_SKIP_SUCCESS) && ok)
+			post_it = 0;
+	}
+	spin_unlock(&r->pool_lock);
+	cqe->user_data = q->user_data;
+	req_free(&r->reqs, q);
+	return post_it;
+}
+
+int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
+{
+	struct req *q = req_lookup(&r->reqs, cqe->user_data);
+	if (!q)
+		return 1;
+	switch (q->kind) {
+	case REQ_STANDIN:
+		cqe->user_data = q->user_data;
+		/* A stand-in that did not run as planned (a broken chain, a
+		 * drain the ring refuses) reports what the kernel said. */
+		if (cqe->res == q->expect) {
+			cqe->res = q->res;
+			cqe->flags = q->cflags;
+		}
+		req_free(&r->reqs, q);
+		return 1;
+	case REQ_READ_SEL:
+		return complete_read_sel(r, q, cqe);
+	case REQ_RECV_SEL:
+		return complete_recv_sel(r, q, cqe);
+	case REQ_RECV_WAIT:
+		return complete_recv_wait(r, q, cqe);
+	case REQ_SENTINEL:
+		if (cqe->res < 0) {
+			cancel_held(r, q);
+			req_free(&r->reqs, q);
+		} else {
+			make_ready(r, q);
+		}
+		return 0;
+	case REQ_LINK_TIMEOUT: {
+		struct req *owner = q->owner;
+		cqe->user_data = q->user_data;
+		if (owner && !(owner->flags & REQ_DONE) && owner->timeout == q) {
+			q->stash = *cqe;
+			q->stashed = 1;
+			return 0;
+		}
+		if (owner && owner->timeout == q) {
+			owner->timeout = NULL;
+			req_free(&r->reqs, owner);
+		}
+		req_free(&r->reqs, q);
+		return 1;
+	}
+	}
+	return 1;
+}
+
+void rewrite_followup(struct ring *r)
+{
+	if (!r->ready)
+		return;
+	spin_lock(&r->cq_lock);
+	struct req *list = r->ready;
+	r->ready = NULL;
+	spin_unlock(&r->cq_lock);
+	if (!list)
+		return;
+
+	spin_lock(&r->sq_lock);
+	unsigned placed = 0;
+	for (struct req *q = list, *next; q; q = next) {
+		next = q->next_ready;
+		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL ? &q->orig : NULL;
+		int n = submit_held(r, first, q->held, q->nheld);
+		if (n < 0) {
+			log_error("no room in the real SQ for a held chain: its SQEs are cancelled");
+			spin_lock(&r->cq_lock);
+			if (first)
+				post(r, q->user_data, -EBUSY, 0);
+			cancel_held(r, q);
+			spin_unlock(&r->cq_lock);
+			n = 0;
+		}
+		placed += (unsigned)n;
+		q->nheld = 0;
+		if (q->kind == REQ_SENTINEL || (q->kind == REQ_RECV_WAIT && !first))
+			release(r, q);
+	}
+	if (placed || (r->setup_flags & IORING_SETUP_SQPOLL)) {
+		long ret = sys_call6(__NR_io_uring_enter, r->priv_fd, placed, 0,
+				     r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP : 0, 0, 0);
+		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
+			log_error("the kernel took %ld of %u held SQEs", ret, placed);
+	}
+	spin_unlock(&r->sq_lock);
+}
