@@ -20,18 +20,27 @@ HELPER=$PWD/build/bench/callgrind_activate.so
 OFF=0x$(nm build/libbufsel.so | awk '$3 == "bufsel" { print $1 }')
 TOOL=/usr/libexec/valgrind/callgrind-amd64-linux
 OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
 
 ir() { # mode variant n
+	st=0
 	case $1 in
 	native) env ENTER_COST_RUNS=1 VALGRIND_LIB=/usr/libexec/valgrind VALGRIND_LAUNCHER=/usr/bin/valgrind \
-		$TOOL --callgrind-out-file="$OUT/cg" $BIN "$3" "$2" >"$OUT/log" 2>&1 ;;
+		$TOOL --callgrind-out-file="$OUT/cg" $BIN "$3" "$2" >"$OUT/log" 2>&1 || st=$? ;;
 	bufsel|passthrough)
 		m=emulate; [ "$1" = passthrough ] && m=passthrough
 		env ENTER_COST_RUNS=1 BUFSEL_MODE=$m ENTER_COST_STATE_OFF="$OFF" \
 		VALGRIND_LIB=/usr/libexec/valgrind VALGRIND_LAUNCHER=/usr/bin/valgrind \
-		LD_PRELOAD="$HELPER:$LIB" $TOOL --callgrind-out-file="$OUT/cg" $BIN "$3" "$2" >"$OUT/log" 2>&1 ;;
+		LD_PRELOAD="$HELPER:$LIB" $TOOL --callgrind-out-file="$OUT/cg" $BIN "$3" "$2" >"$OUT/log" 2>&1 || st=$? ;;
 	esac
-	grep -q "^variant=$2 " "$OUT/log" || { cat "$OUT/log" >&2; exit 1; }
+	# A failed run, a missing result, or (under bufsel) a helper that did not
+	# mark bufsel active stops the script with the run's log: none of them may
+	# yield a count.
+	if [ "$st" -ne 0 ] || ! grep -q "^variant=$2 " "$OUT/log" ||
+		{ [ "$1" != native ] && ! grep -q "^callgrind_activate: bufsel marked active" "$OUT/log"; }; then
+		cat "$OUT/log" >&2
+		exit 1
+	fi
 	awk '/^summary:/ { print $2 }' "$OUT/cg"
 }
 
@@ -42,4 +51,3 @@ for spec in $SPECS; do
 	b=$(ir "$mode" "$var" "$N2")
 	echo "mode=$mode variant=$var instr_per_op=$(( (b - a) / N ))"
 done
-rm -rf "$OUT"
