@@ -103,6 +103,20 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	return finish_recv(r, q, cqe, ok);
 }
 
+/* The receive failed while it waited.  A LINK_TIMEOUT that fired came
+ * first: the kernel posts the timeout's -ETIME before the request it
+ * cancelled. */
+static void fail_waiting_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	struct req *t = q->timeout;
+	if (t && t->stashed) {
+		complete_post(r, &t->stash);
+		req_free(&r->reqs, t);
+		q->timeout = NULL;
+	}
+	complete_post(r, cqe);
+}
+
 static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	int res = cqe->res < 0 ? cqe->res : rewrite_bind_recv(r, q);
@@ -115,7 +129,7 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 	cqe->user_data = q->user_data;
 	cqe->res = res;
 	cqe->flags = 0;
-	complete_post(r, cqe);
+	fail_waiting_recv(r, q, cqe);
 	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
 	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
 		make_ready(r, q);	/* the chain goes on; its head is gone */
@@ -137,7 +151,9 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 		if (!(q->flags & REQ_DELIVERED))
 			pool_consume(r->pool, &q->buf);
 		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
-		int ok = cqe->res >= 0 && !((q->flags & REQ_LINKED) && (uint32_t)cqe->res < q->want);
+		/* A read "succeeds" only if it got what it asked for: any other
+		 * result fails it (the kernel compares with the length). */
+		int ok = cqe->res >= 0 && (uint32_t)cqe->res == q->want;
 		if ((q->flags & REQ_SKIP_SUCCESS) && ok)
 			post_it = 0;
 	}

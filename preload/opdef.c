@@ -35,7 +35,8 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_WRITE] = { .name = "WRITE" },
 	[IORING_OP_FADVISE] = { .name = "FADVISE" },
 	[IORING_OP_MADVISE] = { .name = "MADVISE" },
-	[IORING_OP_SEND] = { .name = "SEND", .select = SELECT_NEWER_KERNEL },
+	/* 6.10+ sends from a selected buffer: bound at issue, like a read. */
+	[IORING_OP_SEND] = { .name = "SEND", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN },
 	[IORING_OP_RECV] = { .name = "RECV", .select = SELECT_WHEN_READABLE, .buf = BUF_ADDR_LEN,
 			     .pollin = 1 },
 	[IORING_OP_OPENAT2] = { .name = "OPENAT2" },

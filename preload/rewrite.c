@@ -473,6 +473,37 @@ static struct req *cut_chain(struct ring *r, struct io_uring_sqe *sqe, struct re
 	return q;
 }
 
+/* The checks the kernel makes at submission for an emulated SQE, even in
+ * the middle of a chain: 0, or the error (which then fails the chain at
+ * submission, as it does natively). */
+static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	int res = init_check(r, sqe);
+	if (res)
+		return res;
+	if (def->emulated && (sqe->flags & IOSQE_BUFFER_SELECT))
+		return -EOPNOTSUPP;
+	if (def->emulated == EMU_PROVIDE_BUFFERS) {
+		struct pool_provide p = {
+			.addr = sqe->addr, .len = sqe->len, .nbufs = sqe->fd, .off = sqe->off,
+			.bgid = sqe->buf_group, .rw_flags = sqe->rw_flags,
+			.splice_fd_in = (uint32_t)sqe->splice_fd_in, .ioprio = sqe->ioprio,
+		};
+		return pool_provide_prep(&p);
+	}
+	if (def->emulated == EMU_REMOVE_BUFFERS) {
+		struct pool_remove p = {
+			.nbufs = sqe->fd, .bgid = sqe->buf_group, .addr = sqe->addr, .len = sqe->len,
+			.off = sqe->off, .rw_flags = sqe->rw_flags,
+			.splice_fd_in = (uint32_t)sqe->splice_fd_in,
+		};
+		return sqe->ioprio ? -EINVAL : pool_remove_prep(&p);
+	}
+	uint32_t want;
+	struct msghdr msg;
+	return read_request(sqe, def, &want, &msg);
+}
+
 /* A cancel by user_data must find a request bufsel renamed. */
 static void retarget_cancel(struct ring *r, struct io_uring_sqe *sqe)
 {
@@ -506,8 +537,17 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 			return NULL;	/* the kernel's group, or the kernel's error */
 	}
 	if (in_chain && (def->emulated || (select && def->select != SELECT_REFUSED &&
-					   def->select != SELECT_NEWER_KERNEL)))
+					   def->select != SELECT_NEWER_KERNEL))) {
+		int res = prep_check(r, sqe, def);
+		if (res) {
+			if (res == -EINVAL && init_check(r, sqe))
+				standin_ok(sqe);	/* the kernel's own init error */
+			else
+				standin(r, sqe, res, FAIL_AT_PREP, u);
+			return NULL;
+		}
 		return cut_chain(r, sqe, u);
+	}
 	if (def->emulated == EMU_PROVIDE_BUFFERS) {
 		emulate_provide(r, sqe, u);
 		return NULL;
