@@ -163,6 +163,61 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	return post_it;
 }
 
+/* One step of a multishot receive came back. */
+static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int res = cqe->res;
+	unsigned kflags = cqe->flags;
+	cqe->user_data = q->user_data;
+	cqe->flags = 0;
+	if (!q->receiving) {
+		if (res < 0)
+			goto end;
+		if ((res = rewrite_multi_recv(r, q)))
+			goto end;
+		make_ready(r, q);
+		return 0;
+	}
+	if (res > 0) {
+		spin_lock(&r->pool_lock);
+		pool_consume(r->pool, &q->buf);
+		spin_unlock(&r->pool_lock);
+		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE |
+			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
+			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		complete_post(r, cqe);
+		/* More is queued: the next buffer is taken at once, and an empty
+		 * group ends the stream now, as the kernel's retry does. */
+		if (kflags & IORING_CQE_F_SOCK_NONEMPTY) {
+			if ((res = rewrite_multi_recv(r, q))) {
+				cqe->flags = 0;
+				goto end;
+			}
+		} else {
+			rewrite_multi_poll(r, q);
+		}
+		make_ready(r, q);
+		return 0;
+	}
+	spin_lock(&r->pool_lock);
+	pool_putback(r->pool, &q->buf);
+	spin_unlock(&r->pool_lock);
+	if (res == -EAGAIN) {
+		/* The data went elsewhere: wait for more. */
+		rewrite_multi_poll(r, q);
+		make_ready(r, q);
+		return 0;
+	}
+end:
+	cqe->res = res;
+	/* The stream's last CQE: an end of file keeps the kernel's "more is
+	 * queued" (a FIN counts), everything else is bare. */
+	cqe->flags = res == 0 && q->receiving ? (kflags & IORING_CQE_F_SOCK_NONEMPTY) : 0;
+	complete_post(r, cqe);
+	req_free(&r->reqs, q);
+	return 0;
+}
+
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 {
 	struct req *q = req_lookup(&r->reqs, cqe->user_data);
@@ -185,6 +240,8 @@ int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 		return complete_recv_sel(r, q, cqe);
 	case REQ_RECV_WAIT:
 		return complete_recv_wait(r, q, cqe);
+	case REQ_RECV_MULTI:
+		return complete_recv_multi(r, q, cqe);
 	case REQ_SENTINEL:
 		if (cqe->res < 0) {
 			cancel_held(r, q);
@@ -227,7 +284,9 @@ void rewrite_followup(struct ring *r)
 	unsigned placed = 0;
 	for (struct req *q = list, *next; q; q = next) {
 		next = q->next_ready;
-		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL ? &q->orig : NULL;
+		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL     ? &q->orig
+						   : q->kind == REQ_RECV_MULTI ? &q->next
+									       : NULL;
 		int n = submit_held(r, first, q->held, q->nheld);
 		if (n < 0) {
 			log_error("no room in the real SQ for a held chain: its SQEs are cancelled");

@@ -62,7 +62,8 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 static unsigned reap_and_follow(struct ring *r)
 {
 	unsigned n = complete_reap(r);
-	if (r->hooks && r->ready) {
+	/* What is issued may complete at once and release more. */
+	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
 		r->hooks->followup(r);
 		n += complete_reap(r);
 	}

@@ -33,8 +33,10 @@ static void *mover_main(void *arg)
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
 		unsigned before = atomic_load(r->sh.cq_tail);
 		complete_reap(r);
-		if (r->hooks)
+		for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
 			r->hooks->followup(r);
+			complete_reap(r);
+		}
 		if (atomic_load(r->sh.cq_tail) != before)
 			futex_wake_all(r->sh.cq_tail);
 		/* A full shadow leaves the real ring readable: wait for the program

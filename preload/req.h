@@ -31,6 +31,7 @@ enum req_kind {
 	REQ_RECV_SEL,		/* that receive, issued on the buffer selected for the data */
 	REQ_SENTINEL,		/* a NOP that tells when the SQEs before it in a chain are done */
 	REQ_LINK_TIMEOUT,	/* the program's LINK_TIMEOUT on a waiting receive */
+	REQ_RECV_MULTI,		/* a multishot RECV: a poll, then one receive per buffer */
 };
 
 enum req_flags {
@@ -64,7 +65,9 @@ struct req {
 	 * or for a sentinel the SQEs it stands before. */
 	struct io_uring_sqe *held;
 	uint32_t nheld, capheld;
-	struct io_uring_sqe orig;	/* RECV_WAIT: the program's receive */
+	struct io_uring_sqe orig;	/* RECV_WAIT, RECV_MULTI: the program's receive */
+	struct io_uring_sqe next;	/* RECV_MULTI: the SQE to issue next */
+	uint8_t receiving;		/* RECV_MULTI: a receive (not a poll) is in the kernel */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
 	struct req *owner;		/* LINK_TIMEOUT: the receive it guards */
 	struct io_uring_cqe stash;	/* LINK_TIMEOUT's CQE, posted after the receive's */

@@ -428,6 +428,102 @@ int rewrite_bind_recv(struct ring *r, struct req *q)
 	return res;
 }
 
+/* The next step of a multishot receive, written into q->next: a POLL_ADD
+ * while the socket may be empty, else a plain receive on a buffer selected
+ * now (MSG_DONTWAIT: if the data went elsewhere, the buffer comes back). */
+void rewrite_multi_poll(struct ring *r, struct req *q)
+{
+	struct io_uring_sqe *sqe = &q->next;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_POLL_ADD;
+	sqe->fd = q->orig.fd;
+	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
+	sqe->personality = q->orig.personality;
+	sqe->poll32_events = POLLIN | POLLRDHUP;
+	sqe->user_data = req_tag(&r->reqs, q);
+	q->receiving = 0;
+}
+
+int rewrite_multi_recv(struct ring *r, struct req *q)
+{
+	spin_lock(&r->pool_lock);
+	int res = pool_select(r->pool, q->orig.buf_group, &q->buf);
+	if (!res && !q->buf.addr) {
+		pool_putback(r->pool, &q->buf);
+		res = -ENOBUFS;
+	}
+	spin_unlock(&r->pool_lock);
+	if (res)
+		return res;
+	struct io_uring_sqe *sqe = &q->next;
+	uint32_t len = q->orig.len && q->orig.len < q->buf.len ? q->orig.len : q->buf.len;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_RECV;
+	sqe->fd = q->orig.fd;
+	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
+	sqe->personality = q->orig.personality;
+	sqe->addr = q->buf.addr;
+	sqe->len = len;
+	sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
+	sqe->user_data = req_tag(&r->reqs, q);
+	q->receiving = 1;
+	return 0;
+}
+
+/*
+ * A multishot receive on a legacy group: bufsel runs it as a sequence of
+ * single receives, each on a buffer selected when data is there, and posts
+ * them as the kernel posts a multishot stream (IORING_CQE_F_MORE on all but
+ * the last).  The first step is taken here, the rest by completion.c.
+ */
+static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
+				     const struct opdef *def, struct rewrite_undo *u)
+{
+	if (def->buf != BUF_ADDR_LEN || (sqe->msg_flags & MSG_WAITALL)) {
+		/* RECVMSG multishot is not emulated: refused as a kernel
+		 * without multishot receive refuses it. */
+		standin(r, sqe, -EINVAL, FAIL_AT_PREP, u);
+		return NULL;
+	}
+	int fixed = sqe->flags & IOSQE_FIXED_FILE;
+	if (!fixed && !fd_open(sqe->fd)) {
+		sqe->flags &= ~IOSQE_BUFFER_SELECT;
+		sqe->buf_index = 0;
+		return NULL;
+	}
+	struct req *q = req_alloc(&r->reqs);
+	if (!q) {
+		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	q->kind = REQ_RECV_MULTI;
+	q->user_data = sqe->user_data;
+	q->orig = *sqe;
+	int res = 0;
+	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST)) {
+		spin_lock(&r->pool_lock);
+		uint32_t avail = pool_available(r->pool, sqe->buf_group);
+		spin_unlock(&r->pool_lock);
+		if (!avail)
+			res = -ENOBUFS;
+		else if (!fixed && fd_readable(sqe->fd))
+			res = rewrite_multi_recv(r, q) ? -ENOBUFS : 1;
+	}
+	if (res < 0) {
+		req_free(&r->reqs, q);
+		standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	if (!res)
+		rewrite_multi_poll(r, q);
+	uint8_t links = sqe->flags & SQE_LINK_FLAGS;
+	*sqe = q->next;
+	sqe->flags |= links;
+	u->kind = q->receiving ? UNDO_SELECT : UNDO_REQ;
+	u->req = q;
+	return NULL;
+}
+
 static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			struct rewrite_undo *u)
 {
@@ -563,12 +659,8 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		select_read(r, sqe, def, u);
 		return NULL;
 	case SELECT_WHEN_READABLE:
-		if (sqe->ioprio & IORING_RECV_MULTISHOT) {
-			/* Multishot receive on a legacy group: not emulated yet;
-			 * refused as a kernel without it refuses (5.19-). */
-			standin(r, sqe, -EINVAL, FAIL_AT_PREP, u);
-			return NULL;
-		}
+		if (sqe->ioprio & IORING_RECV_MULTISHOT)
+			return select_recv_multi(r, sqe, def, u);
 		return select_recv(r, sqe, def, u);
 	default:
 		standin(r, sqe, -EOPNOTSUPP, FAIL_AT_PREP, u);

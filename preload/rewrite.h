@@ -47,6 +47,10 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u);
 /* For the completion side (completion.c): selects a buffer for a receive
  * whose socket now has data and rewrites q->orig onto it; 0 or -errno. */
 int rewrite_bind_recv(struct ring *r, struct req *q);
+/* A multishot receive's next step into q->next: a poll, or (0, or -ENOBUFS
+ * when the group is empty) a receive on a buffer selected now. */
+void rewrite_multi_poll(struct ring *r, struct req *q);
+int rewrite_multi_recv(struct ring *r, struct req *q);
 
 extern const struct ring_hooks rewrite_hooks;
 
