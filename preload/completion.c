@@ -178,13 +178,33 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		make_ready(r, q);
 		return 0;
 	}
-	if (res > 0) {
+	int msg = q->orig.opcode == IORING_OP_RECVMSG;
+	if (res > 0 || (msg && res == 0)) {
 		spin_lock(&r->pool_lock);
 		pool_consume(r->pool, &q->buf);
 		spin_unlock(&r->pool_lock);
 		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE |
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
 			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		if (msg) {
+			/* The header the kernel writes at the buffer's start; the
+			 * result counts it and the room for name and control. */
+			struct io_uring_recvmsg_out out = {
+				.namelen = q->msg->msg_namelen,
+				.controllen = (uint32_t)q->msg->msg_controllen,
+				.payloadlen = (uint32_t)res,
+				.flags = (uint32_t)q->msg->msg_flags,
+			};
+			copy_to_prog((void *)(uintptr_t)q->buf.addr, &out, sizeof(out));
+			cqe->res = (int)(sizeof(out) + q->tmpl.msg_namelen + q->tmpl.msg_controllen) + res;
+			if (res == 0) {
+				/* End of file: the stream's last CQE still carries a buffer. */
+				cqe->flags &= ~IORING_CQE_F_MORE;
+				complete_post(r, cqe);
+				req_free(&r->reqs, q);
+				return 0;
+			}
+		}
 		complete_post(r, cqe);
 		/* More is queued: the next buffer is taken at once, and an empty
 		 * group ends the stream now, as the kernel's retry does. */
@@ -242,6 +262,11 @@ int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 		return complete_recv_wait(r, q, cqe);
 	case REQ_RECV_MULTI:
 		return complete_recv_multi(r, q, cqe);
+	case REQ_CANCEL_ALL:
+		cqe->user_data = q->user_data;
+		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;
+		req_free(&r->reqs, q);
+		return 1;
 	case REQ_SENTINEL:
 		if (cqe->res < 0) {
 			cancel_held(r, q);

@@ -13,8 +13,10 @@ enum opdef_select {
 	SELECT_REFUSED = 0,	/* -EOPNOTSUPP at submission, as the kernel says */
 	SELECT_AT_ISSUE,	/* READ, READV: bound at the first attempt, kept while waiting */
 	SELECT_WHEN_READABLE,	/* RECV, RECVMSG: bound only once the socket has data */
-	SELECT_NEWER_KERNEL,	/* accepted only by kernels newer than the emulation (6.10+):
+	SELECT_NEWER_KERNEL,	/* accepted only by kernels newer than the emulation:
 				 * refused with the error an older kernel gives */
+	SELECT_MULTISHOT,	/* READ_MULTISHOT: a stream of reads, each on a buffer */
+	SELECT_KERNEL,		/* URING_CMD: the driver decides; passed to the kernel as is */
 };
 
 /* Where the program's buffer address and length live in the SQE. */

@@ -10,6 +10,7 @@
 
 #include "preload/emulate.h"
 #include "preload/ring.h"
+#include "preload/req.h"
 #include "preload/ring_io.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -68,6 +69,37 @@ static long unregister_pbuf_ring(struct ring *r, const long a[6])
 	return ret;
 }
 
+/* A synchronous cancel by user_data must find requests bufsel renamed,
+ * as an ASYNC_CANCEL SQE must (rewrite.c). */
+static long sync_cancel(struct ring *r, const long a[6])
+{
+	struct io_uring_sync_cancel_reg reg;
+	uint64_t tags[64];
+	if (a[3] != 1 || copy_from_prog(&reg, (const void *)a[2], sizeof(reg)) ||
+	    (reg.flags & (IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY)))
+		return -ENOSYS;
+	unsigned n = req_tags_of(&r->reqs, reg.addr, tags, 64);
+	if (!n)
+		return -ENOSYS;
+	if (!(reg.flags & IORING_ASYNC_CANCEL_ALL)) {
+		reg.addr = tags[0];
+		return sys_call6(__NR_io_uring_register, r->priv_fd, IORING_REGISTER_SYNC_CANCEL, (long)&reg, 1,
+				 0, 0);
+	}
+	long found = 0;
+	struct io_uring_sync_cancel_reg one = reg;
+	one.flags &= ~IORING_ASYNC_CANCEL_ALL;
+	for (unsigned i = 0; i < n; i++) {
+		one.addr = tags[i];
+		found += sys_call6(__NR_io_uring_register, r->priv_fd, IORING_REGISTER_SYNC_CANCEL,
+				   (long)&one, 1, 0, 0) == 0;
+	}
+	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+	if (ret == -ENOENT)
+		ret = 0;
+	return ret < 0 ? ret : ret + found;
+}
+
 long emu_register(const long a[6])
 {
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
@@ -81,6 +113,8 @@ long emu_register(const long a[6])
 			ret = register_pbuf_ring(r, a);
 		else if (opcode == IORING_UNREGISTER_PBUF_RING)
 			ret = unregister_pbuf_ring(r, a);
+		else if (opcode == IORING_REGISTER_SYNC_CANCEL)
+			ret = sync_cancel(r, a);
 		ring_put(r);
 		if (ret != -ENOSYS)
 			return ret;

@@ -90,19 +90,30 @@ struct req *req_lookup(struct req_table *t, uint64_t user_data)
 	return q->live && (q->gen & 0xffff) == ((user_data >> 32) & 0xffff) ? q : NULL;
 }
 
+/* Requests a cancel can find: the ones standing for a program request in
+ * the kernel (not stand-ins, which complete at once, nor bufsel's helpers). */
+static int cancellable(const struct req *q, uint64_t ud)
+{
+	return q->live && q->user_data == ud && q->kind != REQ_STANDIN && q->kind != REQ_SENTINEL &&
+	       q->kind != REQ_CANCEL_ALL && !(q->flags & REQ_DONE);
+}
+
+unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned max)
+{
+	unsigned n = 0;
+	spin_lock(&t->lock);
+	for (uint32_t c = 0; c < t->nchunks && n < max; c++)
+		for (uint32_t i = 0; i < REQ_CHUNK && n < max; i++)
+			if (cancellable(&t->chunk[c][i], ud))
+				tags[n++] = req_tag(t, &t->chunk[c][i]);
+	spin_unlock(&t->lock);
+	return n;
+}
+
 struct req *req_find_user_data(struct req_table *t, uint64_t ud)
 {
-	struct req *found = NULL;
-	spin_lock(&t->lock);
-	for (uint32_t c = 0; c < t->nchunks && !found; c++)
-		for (uint32_t i = 0; i < REQ_CHUNK; i++)
-			if (t->chunk[c][i].live && t->chunk[c][i].user_data == ud &&
-			    t->chunk[c][i].kind != REQ_STANDIN) {
-				found = &t->chunk[c][i];
-				break;
-			}
-	spin_unlock(&t->lock);
-	return found;
+	uint64_t tag;
+	return req_tags_of(t, ud, &tag, 1) ? req_lookup(t, tag) : NULL;
 }
 
 void req_table_destroy(struct req_table *t)

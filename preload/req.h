@@ -32,6 +32,7 @@ enum req_kind {
 	REQ_SENTINEL,		/* a NOP that tells when the SQEs before it in a chain are done */
 	REQ_LINK_TIMEOUT,	/* the program's LINK_TIMEOUT on a waiting receive */
 	REQ_RECV_MULTI,		/* a multishot RECV: a poll, then one receive per buffer */
+	REQ_CANCEL_ALL,		/* the program's cancel-all by user_data: res more were found */
 };
 
 enum req_flags {
@@ -60,6 +61,7 @@ struct req {
 	struct iovec iov;	/* READV/RECVMSG: the one iovec, now on the selected buffer */
 	struct msghdr *msg;	/* RECVMSG: bufsel's copy, pointing at iov */
 	uint64_t prog_msg;	/* RECVMSG: the program's msghdr, for the write-back */
+	struct msghdr tmpl;	/* RECVMSG multishot: name and control sizes to lay out */
 
 	/* SQEs held back until this request is done: the rest of its chain,
 	 * or for a sentinel the SQEs it stands before. */
@@ -92,6 +94,8 @@ uint64_t req_tag(const struct req_table *t, const struct req *q);
 struct req *req_lookup(struct req_table *t, uint64_t user_data);
 /* A live request carrying the program's user_data ud (for cancels), or NULL. */
 struct req *req_find_user_data(struct req_table *t, uint64_t ud);
+/* The tags of up to max live requests carrying ud; returns how many. */
+unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned max);
 void req_table_destroy(struct req_table *t);
 
 #endif

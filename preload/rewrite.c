@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "preload/log.h"
 #include "preload/opdef.h"
@@ -458,15 +459,53 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	struct io_uring_sqe *sqe = &q->next;
 	uint32_t len = q->orig.len && q->orig.len < q->buf.len ? q->orig.len : q->buf.len;
 	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_RECV;
 	sqe->fd = q->orig.fd;
 	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
 	sqe->personality = q->orig.personality;
-	sqe->addr = q->buf.addr;
-	sqe->len = len;
-	sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
 	sqe->user_data = req_tag(&r->reqs, q);
 	q->receiving = 1;
+	switch (q->orig.opcode) {
+	case IORING_OP_RECVMSG: {
+		/* The kernel's layout in the buffer: struct io_uring_recvmsg_out,
+		 * room for the name and the control data as the program's
+		 * msghdr sizes them, then the payload. */
+		const struct msghdr *t = &q->tmpl;
+		size_t head = sizeof(struct io_uring_recvmsg_out) + t->msg_namelen + t->msg_controllen;
+		if (head > q->buf.len) {
+			pool_locked_putback(r, &q->buf);
+			return -EFAULT;
+		}
+		char *base = (char *)(uintptr_t)q->buf.addr;
+		*q->msg = (struct msghdr){
+			.msg_name = t->msg_namelen ? base + sizeof(struct io_uring_recvmsg_out) : NULL,
+			.msg_namelen = t->msg_namelen,
+			.msg_control = t->msg_controllen ? base + sizeof(struct io_uring_recvmsg_out) + t->msg_namelen : NULL,
+			.msg_controllen = t->msg_controllen,
+			.msg_iov = &q->iov,
+			.msg_iovlen = 1,
+		};
+		q->iov.iov_base = base + head;
+		q->iov.iov_len = q->buf.len - head;
+		sqe->opcode = IORING_OP_RECVMSG;
+		sqe->addr = (uint64_t)(uintptr_t)q->msg;
+		sqe->len = 1;
+		sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
+		break;
+	}
+	case IORING_OP_RECV:
+		sqe->opcode = IORING_OP_RECV;
+		sqe->addr = q->buf.addr;
+		sqe->len = len;
+		sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
+		break;
+	default:	/* READ_MULTISHOT */
+		sqe->opcode = IORING_OP_READ;
+		sqe->addr = q->buf.addr;
+		sqe->len = q->buf.len;
+		sqe->off = (uint64_t)-1;
+		sqe->rw_flags = RWF_NOWAIT;
+		break;
+	}
 	return 0;
 }
 
@@ -479,10 +518,15 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 				     const struct opdef *def, struct rewrite_undo *u)
 {
-	if (def->buf != BUF_ADDR_LEN || (sqe->msg_flags & MSG_WAITALL)) {
-		/* RECVMSG multishot is not emulated: refused as a kernel
-		 * without multishot receive refuses it. */
-		standin(r, sqe, -EINVAL, FAIL_AT_PREP, u);
+	struct msghdr tmpl;
+	uint32_t want;
+	int res = 0;
+	if (def->select == SELECT_WHEN_READABLE && (sqe->msg_flags & MSG_WAITALL))
+		res = -EINVAL;
+	else if (def->buf == BUF_MSGHDR)
+		res = read_request(sqe, def, &want, &tmpl);
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
@@ -499,7 +543,15 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	q->kind = REQ_RECV_MULTI;
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
-	int res = 0;
+	if (def->buf == BUF_MSGHDR) {
+		q->tmpl = tmpl;
+		q->prog_msg = sqe->addr;
+		if (!(q->msg = malloc(sizeof(*q->msg)))) {
+			req_free(&r->reqs, q);
+			standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
+			return NULL;
+		}
+	}
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST)) {
 		spin_lock(&r->pool_lock);
 		uint32_t avail = pool_available(r->pool, sqe->buf_group);
@@ -600,14 +652,47 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 	return read_request(sqe, def, &want, &msg);
 }
 
-/* A cancel by user_data must find a request bufsel renamed. */
-static void retarget_cancel(struct ring *r, struct io_uring_sqe *sqe)
+/* Cancels one of bufsel's requests now: 1 if the kernel found it. */
+static int cancel_tag_now(struct ring *r, uint64_t tag)
 {
+	struct io_uring_sync_cancel_reg reg = {
+		.addr = tag, .fd = -1, .timeout = { .tv_sec = 1, .tv_nsec = 0 },
+	};
+	return sys_call6(__NR_io_uring_register, r->priv_fd, IORING_REGISTER_SYNC_CANCEL, (long)&reg, 1,
+			 0, 0) == 0;
+}
+
+/*
+ * A cancel by user_data must find the requests bufsel renamed.  One of them:
+ * the cancel is pointed at its tag.  All of them (IORING_ASYNC_CANCEL_ALL):
+ * bufsel's are cancelled right here (their -ECANCELED CQEs come first, as
+ * the kernel posts a cancelled request's before the cancel's), the cancel
+ * itself finds the program's others, and its CQE counts both.
+ */
+static void retarget_cancel(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	uint64_t tags[64];
 	if (sqe->cancel_flags & (IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY))
 		return;
-	struct req *q = req_find_user_data(&r->reqs, sqe->addr);
-	if (q)
-		sqe->addr = req_tag(&r->reqs, q);
+	if (!(sqe->cancel_flags & IORING_ASYNC_CANCEL_ALL)) {
+		if (req_tags_of(&r->reqs, sqe->addr, tags, 1))
+			sqe->addr = tags[0];
+		return;
+	}
+	unsigned n = req_tags_of(&r->reqs, sqe->addr, tags, 64), found = 0;
+	for (unsigned i = 0; i < n; i++)
+		found += (unsigned)cancel_tag_now(r, tags[i]);
+	if (!found)
+		return;
+	struct req *q = req_alloc(&r->reqs);
+	if (!q)
+		return;
+	q->kind = REQ_CANCEL_ALL;
+	q->user_data = sqe->user_data;
+	q->res = (int32_t)found;
+	sqe->user_data = req_tag(&r->reqs, q);
+	u->kind = UNDO_REQ;
+	u->req = q;
 }
 
 static int rewrite_wants(const struct io_uring_sqe *sqe)
@@ -621,7 +706,7 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	u->kind = UNDO_NONE;
 	if (sqe->opcode == IORING_OP_ASYNC_CANCEL) {
 		if (r->reqs.live)
-			retarget_cancel(r, sqe);
+			retarget_cancel(r, sqe, u);
 		return NULL;
 	}
 	int select = sqe->flags & IOSQE_BUFFER_SELECT;
@@ -662,6 +747,10 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		if (sqe->ioprio & IORING_RECV_MULTISHOT)
 			return select_recv_multi(r, sqe, def, u);
 		return select_recv(r, sqe, def, u);
+	case SELECT_MULTISHOT:
+		return select_recv_multi(r, sqe, def, u);
+	case SELECT_KERNEL:
+		return NULL;
 	default:
 		standin(r, sqe, -EOPNOTSUPP, FAIL_AT_PREP, u);
 		return NULL;
