@@ -34,10 +34,29 @@ static int parse_log(struct bufsel_conf *c, const char *v)
 	return -1;
 }
 
+/* "native", or a version "X.Y" from 5.1 (io_uring's first) on. */
+static int parse_kernel(struct bufsel_conf *c, const char *v)
+{
+	unsigned major, minor;
+	char tail;
+	if (!strcmp(v, "native")) {
+		c->kernel = 0;
+		return 0;
+	}
+	if (sscanf(v, "%u.%u%c", &major, &minor, &tail) != 2 || major > 255 || minor > 255 ||
+	    (major << 8 | minor) < (5u << 8 | 1))
+		return -1;
+	c->kernel = major << 8 | minor;
+	return 0;
+}
+
 const struct conf_option conf_options[] = {
 	{ "mode", "emulate|passthrough", "emulate",
 	  "emulate: bufsel owns the ring and emulates buffer selection; passthrough: the shim stays loaded but rings go to the kernel untouched (the control arm of an A/B run)",
 	  parse_mode },
+	{ "kernel", "native|X.Y (5.1 or later)", "native",
+	  "behave as on that kernel: bufsel's own requests use nothing newer, and features the program asks for that the kernel lacks are refused as it refuses them (5.6: no buffer rings)",
+	  parse_kernel },
 	{ "log", "error|warn|info|debug", "warn",
 	  "verbosity on stderr, every line prefixed 'bufsel:'; debug logs each intercepted call with its calling site",
 	  parse_log },

@@ -15,6 +15,8 @@ enum bufsel_log_level { BUFSEL_LOG_ERROR, BUFSEL_LOG_WARN, BUFSEL_LOG_INFO, BUFS
 struct bufsel_conf {
 	enum bufsel_mode mode;
 	enum bufsel_log_level log;
+	/* Behave as on this kernel (major << 8 | minor); 0: the running one. */
+	unsigned kernel;
 };
 
 struct conf_option {

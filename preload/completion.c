@@ -14,6 +14,9 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 #include "preload/log.h"
@@ -22,6 +25,7 @@
 #include "preload/ring_io.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/uring_abi.h"
 
 static void post(struct ring *r, uint64_t ud, int res, unsigned flags)
 {
@@ -84,8 +88,32 @@ static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, 
 	return post_it;
 }
 
+/*
+ * IORING_CQE_F_SOCK_NONEMPTY as the program must see it.  A kernel older
+ * than 5.19 does not report it, so then bufsel asks the socket itself;
+ * BUFSEL_KERNEL makes that path run on newer kernels too.
+ */
+static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
+{
+	if (!bufsel.conf.kernel || bufsel.conf.kernel >= KERNEL_SOCK_NONEMPTY)
+		return kflags & IORING_CQE_F_SOCK_NONEMPTY;
+	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
+		return 0;
+	int v = 0;
+	socklen_t len = sizeof(v);
+	if (res == 0)	/* TCP counts its FIN as still queued */
+		return sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_PROTOCOL, (long)&v,
+				 (long)&len, 0) == 0 && v == IPPROTO_TCP
+			       ? IORING_CQE_F_SOCK_NONEMPTY
+			       : 0;
+	return sys_call3(SYS_ioctl, q->orig.fd, FIONREAD, (long)&v) == 0 && v > 0
+		       ? IORING_CQE_F_SOCK_NONEMPTY
+		       : 0;
+}
+
 static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
+	cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
 	int got = cqe->res > 0;
 	spin_lock(&r->pool_lock);
 	if (got) {
@@ -167,7 +195,7 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	int res = cqe->res;
-	unsigned kflags = cqe->flags;
+	unsigned kflags = q->receiving ? sock_nonempty(q, res, cqe->flags) : 0;
 	cqe->user_data = q->user_data;
 	cqe->flags = 0;
 	if (!q->receiving) {
@@ -222,7 +250,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	spin_lock(&r->pool_lock);
 	pool_putback(r->pool, &q->buf);
 	spin_unlock(&r->pool_lock);
-	if (res == -EAGAIN) {
+	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
 		/* The data went elsewhere: wait for more. */
 		rewrite_multi_poll(r, q);
 		make_ready(r, q);

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 #include "preload/emulate.h"
+#include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/req.h"
 #include "preload/ring_io.h"
@@ -106,6 +107,13 @@ long emu_register(const long a[6])
 	struct ring *r = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
 				 ? ring_get_registered((unsigned)a[0])
 				 : ring_get((int)a[0]);
+	if (r && bufsel.conf.kernel && bufsel.conf.kernel < KERNEL_PBUF_RING &&
+	    (opcode == IORING_REGISTER_PBUF_RING || opcode == IORING_UNREGISTER_PBUF_RING ||
+	     opcode == IORING_REGISTER_PBUF_STATUS)) {
+		/* An older kernel does not know the opcode. */
+		ring_put(r);
+		return -EINVAL;
+	}
 	if (r) {
 		long ret = -ENOSYS;
 		complete_sync_cq_flags(r);

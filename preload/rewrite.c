@@ -325,6 +325,7 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 	}
 	q->kind = def->select == SELECT_WHEN_READABLE ? REQ_RECV_SEL : REQ_READ_SEL;
 	q->user_data = sqe->user_data;
+	q->orig = *sqe;
 	if (def->select == SELECT_WHEN_READABLE && (sqe->msg_flags & MSG_WAITALL))
 		q->flags |= REQ_WAITALL;
 	if (bind_buffer(r, q, sqe, def, want, msg)) {
@@ -393,7 +394,9 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 			standin(r, sqe, -ENOBUFS, FAIL_AT_ISSUE, u);
 			return NULL;
 		}
-		if (!fixed && fd_readable(sqe->fd)) {
+		/* MSG_DONTWAIT never waits: the attempt is the whole request
+		 * (-EAGAIN gives the buffer back, as the kernel does). */
+		if ((sqe->msg_flags & MSG_DONTWAIT) || (!fixed && fd_readable(sqe->fd))) {
 			select_now(r, sqe, def, want, &msg, u);
 			return NULL;
 		}
@@ -558,7 +561,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		spin_unlock(&r->pool_lock);
 		if (!avail)
 			res = -ENOBUFS;
-		else if (!fixed && fd_readable(sqe->fd))
+		else if ((sqe->msg_flags & MSG_DONTWAIT) || (!fixed && fd_readable(sqe->fd)))
 			res = rewrite_multi_recv(r, q) ? -ENOBUFS : 1;
 	}
 	if (res < 0) {

@@ -10,6 +10,15 @@
 
 #ifndef IORING_OFF_PBUF_RING
 #define IORING_OFF_PBUF_RING 0x80000000ULL
+#ifndef IORING_REGISTER_PBUF_STATUS
+#define IORING_REGISTER_PBUF_STATUS 26
+#endif
+
+/* Kernel versions (major << 8 | minor) where features bufsel cares about
+ * arrived, for BUFSEL_KERNEL. */
+#define KERNEL_PBUF_RING 0x513		/* 5.19: IORING_REGISTER_PBUF_RING */
+#define KERNEL_SOCK_NONEMPTY 0x513	/* 5.19: IORING_CQE_F_SOCK_NONEMPTY */
+
 #endif
 #ifndef IORING_REGISTER_USE_REGISTERED_RING
 #define IORING_REGISTER_USE_REGISTERED_RING (1U << 31)
