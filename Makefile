@@ -53,6 +53,11 @@ $(B)/test/prog/%_static: test/prog/%_static.c test/prog/cqe_print.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -Wl,-Bstatic -luring -Wl,-Bdynamic -lpthread
 
+# The bs_ programs (provided buffers) share bs_bufs.h as well.
+$(B)/test/prog/bs_%: test/prog/bs_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
+
 $(B)/test/prog/%: test/prog/%.c test/prog/cqe_print.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
@@ -70,11 +75,18 @@ $(B)/test/integration/compare: test/integration/compare.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
 
-test: all $(PROG_BINS) $(UNIT_BINS) $(B)/test/integration/compare
+# The kernel's io_uring tracepoints show that bufsel kept provided buffers from it.
+$(B)/test/integration/emulated: test/integration/emulated.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+
+INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated
+
+test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 	@sh test/run-all.sh $(B)
 
-integration: all $(PROG_BINS) $(B)/test/integration/compare
-	BUFSEL_BUILD=$(B) $(B)/test/integration/compare
+integration: all $(PROG_BINS) $(INTEGRATION_BINS)
+	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated
 
 # The same tests with the library, the programs and the tests built with
 # ASan+UBSan; a sanitizer report makes the reporting process fail its test.

@@ -172,7 +172,8 @@ int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)
 		return -ENOBUFS;
 	int ret = group_select(g, out);
 	if (!ret)
-		p->outstanding++;
+		if (++p->outstanding > p->peak_outstanding)
+			p->peak_outstanding = p->outstanding;
 	return ret;
 }
 
@@ -242,4 +243,9 @@ int pool_is_ring(const struct pool *p, uint16_t bgid)
 {
 	const struct group *g = table_get(p, bgid);
 	return g && g->kind == GROUP_RING;
+}
+
+uint64_t pool_peak_in_use(const struct pool *p)
+{
+	return p ? p->peak_outstanding : 0;
 }

@@ -128,6 +128,9 @@ int pool_group_stats(const struct pool *p, uint16_t bgid, struct pool_group_stat
 int pool_for_each_group(const struct pool *p,
 			int (*fn)(uint16_t bgid, const struct pool_group_stats *, void *),
 			void *arg);
+/* The most buffers that were selected and not yet returned or delivered at
+ * one time, over every group of the pool. */
+uint64_t pool_peak_in_use(const struct pool *p);
 /* Every invariant, as code: 0 or -EUCLEAN.  O(groups + buffers held). */
 int pool_check(const struct pool *p);
 

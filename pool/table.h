@@ -30,6 +30,7 @@ struct pool {
 	struct pool_allocator a;
 	uint32_t ngroups;	/* entries of every kind */
 	uint64_t outstanding;	/* selected and not yet put back or consumed */
+	uint64_t peak_outstanding;	/* the most outstanding at once, over all groups */
 	uint64_t strays;	/* see pool_strays() */
 	struct table_chunk *dir[TABLE_FAN];
 };

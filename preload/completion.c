@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -99,16 +100,17 @@ static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 		return kflags & IORING_CQE_F_SOCK_NONEMPTY;
 	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
 		return 0;
-	int v = 0;
+	int v = 0, fd = q->orig.fd;
+	if (res > 0 && sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
+		return IORING_CQE_F_SOCK_NONEMPTY;
+	/* TCP counts a FIN that has arrived as still queued. */
 	socklen_t len = sizeof(v);
-	if (res == 0)	/* TCP counts its FIN as still queued */
-		return sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_PROTOCOL, (long)&v,
-				 (long)&len, 0) == 0 && v == IPPROTO_TCP
-			       ? IORING_CQE_F_SOCK_NONEMPTY
-			       : 0;
-	return sys_call3(SYS_ioctl, q->orig.fd, FIONREAD, (long)&v) == 0 && v > 0
-		       ? IORING_CQE_F_SOCK_NONEMPTY
-		       : 0;
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	int tcp = sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_PROTOCOL, (long)&v, (long)&len, 0) == 0 &&
+		  v == IPPROTO_TCP;
+	if (tcp && (res == 0 || (sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && (p.revents & POLLRDHUP))))
+		return IORING_CQE_F_SOCK_NONEMPTY;
+	return 0;
 }
 
 static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)

@@ -17,6 +17,7 @@
 
 #include "preload/log.h"
 #include "preload/mover.h"
+#include "preload/state.h"
 #include "preload/sys.h"
 
 static struct ring ring_store[RING_SLOTS];
@@ -62,8 +63,32 @@ void ring_publish(struct ring *r)
 	atomic_store_explicit(&r->live, 1, memory_order_release);
 }
 
+static struct ring *ring_tryget(struct ring *r);
+
+static void note_held_peak(unsigned long peak)
+{
+	unsigned long seen = atomic_load(&bufsel.n.held_peak);
+	while (peak > seen && !atomic_compare_exchange_weak(&bufsel.n.held_peak, &seen, peak))
+		;
+}
+
+unsigned long ring_held_peak(void)
+{
+	for_each_slot(r) {
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		spin_lock(&got->pool_lock);
+		note_held_peak(pool_peak_in_use(got->pool));
+		spin_unlock(&got->pool_lock);
+		ring_put(got);
+	}
+	return atomic_load(&bufsel.n.held_peak);
+}
+
 static void ring_destroy(struct ring *r)
 {
+	note_held_peak(pool_peak_in_use(r->pool));
 	pool_destroy(r->pool);
 	req_table_destroy(&r->reqs);
 	free(r->undo);

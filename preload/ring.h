@@ -121,6 +121,8 @@ int ring_next_owned_fd(unsigned lo, unsigned hi);	/* lowest private fd in [lo, h
 void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_after_fork(void);
+/* The most buffers any ring had bound to requests at once. */
+unsigned long ring_held_peak(void);
 
 
 #endif

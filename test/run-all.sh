@@ -1,7 +1,8 @@
 #!/bin/sh
 # The single entry for `make test`: every unit test binary, then the
-# native-vs-bufsel integration runner. Usage: test/run-all.sh BUILD_DIR
-# Exits non-zero if any binary failed or the integration runner is missing.
+# native-vs-bufsel integration runner, then the emulation proof.
+# Usage: test/run-all.sh BUILD_DIR
+# Exits non-zero if any binary failed or an integration runner is missing.
 # Extra Criterion options (e.g. --filter 'preload/*', --verbose) can be passed
 # in CRITERION_ARGS.
 
@@ -32,14 +33,18 @@ for t in "$B"/test/unit/*; do
 	run "unit/$(basename "$t")" "$t" ${CRITERION_ARGS:-}
 done
 
-if [ -x "$B/test/integration/compare" ]; then
-	# shellcheck disable=SC2086
-	run integration/compare "$B/test/integration/compare" ${CRITERION_ARGS:-}
-else
-	echo "=== integration/compare: $B/test/integration/compare not built"
-	fail=$((fail + 1))
-	failed="$failed integration/compare"
-fi
+# compare: native vs bufsel output; emulated: the kernel's trace shows that
+# bufsel, not the kernel, handled the provided buffers.
+for t in compare emulated; do
+	if [ -x "$B/test/integration/$t" ]; then
+		# shellcheck disable=SC2086
+		run "integration/$t" "$B/test/integration/$t" ${CRITERION_ARGS:-}
+	else
+		echo "=== integration/$t: $B/test/integration/$t not built"
+		fail=$((fail + 1))
+		failed="$failed integration/$t"
+	fi
+done
 
 echo
 echo "summary: $pass passed, $fail failed"

@@ -42,38 +42,47 @@
  * The table: program name (test/prog/<name>.c), timeout in seconds for one
  * run, and whether it makes io_uring calls.
  */
-#define PROGRAMS(X)                  \
-	X(nop_batch, 10, true)       \
-	X(file_rw, 10, true)         \
-	X(pipe_read, 10, true)       \
-	X(poll_multishot, 10, true)  \
-	X(spin_reap, 10, true)       \
-	X(socket_recv, 10, true)     \
-	X(link_fail, 10, true)       \
-	X(timeout, 10, true)         \
-	X(cancel, 10, true)          \
-	X(eventfd, 10, true)         \
-	X(reg_files, 10, true)       \
-	X(sqpoll, 10, true)          \
-	X(sqpoll_spin, 10, true)     \
-	X(defer_taskrun, 10, true)   \
-	X(setup_flags, 10, true)     \
-	X(cq_overflow, 10, true)     \
-	X(threads, 15, true)         \
-	X(fork, 10, true)            \
-	X(wait_timeout, 10, true)    \
-	X(eintr, 10, true)           \
-	X(dup_fd, 10, true)          \
-	X(registered_ring, 10, true) \
-	X(sq128, 10, true)           \
-	X(nop_static, 10, true)      \
-	X(raw_syscall, 10, true)     \
-	X(sigblock, 10, true)        \
-	X(exec_child, 10, true)      \
-	X(exec_nopreload, 10, true)  \
-	X(cycles, 60, true)          \
-	X(own_sigsys, 10, true)      \
-	X(no_uring, 10, false)
+#define PROGRAMS(X)                     \
+	X(nop_batch, 10, true, true)           \
+	X(file_rw, 10, true, true)             \
+	X(pipe_read, 10, true, true)           \
+	X(poll_multishot, 10, true, true)      \
+	X(spin_reap, 10, true, true)           \
+	X(socket_recv, 10, true, true)         \
+	X(link_fail, 10, true, true)           \
+	X(timeout, 10, true, true)             \
+	X(cancel, 10, true, true)              \
+	X(eventfd, 10, true, true)             \
+	X(reg_files, 10, true, true)           \
+	X(sqpoll, 10, true, true)              \
+	X(sqpoll_spin, 10, true, true)         \
+	X(defer_taskrun, 10, true, true)       \
+	X(setup_flags, 10, true, true)         \
+	X(cq_overflow, 10, true, true)         \
+	X(threads, 15, true, true)             \
+	X(fork, 10, true, true)                \
+	X(wait_timeout, 10, true, true)        \
+	X(eintr, 10, true, true)               \
+	X(dup_fd, 10, true, true)              \
+	X(registered_ring, 10, true, true)     \
+	X(sq128, 10, true, true)               \
+	X(nop_static, 10, true, true)          \
+	X(raw_syscall, 10, true, true)         \
+	X(sigblock, 10, true, true)            \
+	X(exec_child, 10, true, true)          \
+	X(exec_nopreload, 10, true, true)      \
+	X(cycles, 60, true, true)              \
+	X(own_sigsys, 10, true, true)          \
+	X(bs_provide, 10, true, false)         \
+	X(bs_read, 10, true, true)             \
+	X(bs_recv, 15, true, true)             \
+	X(bs_multishot, 10, true, true)        \
+	X(bs_link, 10, true, true)             \
+	X(bs_cancel, 10, true, true)           \
+	X(bs_groups, 15, true, false)          \
+	X(bs_idle, 30, true, true)             \
+	X(bs_echo, 30, true, true)             \
+	X(no_uring, 10, false, true)
 
 struct prog {
 	const char *name;
@@ -81,11 +90,11 @@ struct prog {
 	bool uring;
 };
 
-#define PROG_ENTRY(n, t, u) { #n, t, u },
+#define PROG_ENTRY(n, t, u, k) { #n, t, u },
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
-enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH };
-static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough" };
+enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56 };
+static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6" };
 
 struct run {
 	enum mode mode;
@@ -308,10 +317,13 @@ static void run_prog(struct run *r, const struct prog *p, enum mode mode)
 		break;
 	case PRELOAD:
 	case PASSTHROUGH:
+	case KERNEL56:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
 		env = make_env(preload, "BUFSEL_LOG=info",
-			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough" : NULL);
+			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough"
+			       : mode == KERNEL56  ? "BUFSEL_KERNEL=5.6"
+						   : NULL);
 		break;
 	case LAUNCHER:
 		cr_assert(access(launcher, X_OK) == 0, "%s: %s; the launcher runs cannot pass without it",
@@ -419,24 +431,30 @@ static void expect_same_stdout(const struct run *a, const struct run *b, const c
  * Parses every "bufsel: exit:" line in stderr. Returns the number of such
  * lines and the sum of their setup counters; a malformed one fails the test.
  */
+static unsigned long held_peak_max;	/* of the last exit_reports() call */
+
 static unsigned exit_reports(const struct run *r, const char *name, unsigned long *setup_sum)
 {
 	static const char prefix[] = "bufsel: exit:";
 	unsigned lines = 0;
 	*setup_sum = 0;
+	held_peak_max = 0;
 	for (const char *p = r->err; p && *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		if (n >= sizeof(prefix) - 1 && !memcmp(p, prefix, sizeof(prefix) - 1)) {
 			char line[512];
 			int pid, used = -1;
-			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked;
+			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked, held;
 			snprintf(line, sizeof(line), "%.*s", (int)n, p);
 			int got = sscanf(line,
 					 "bufsel: exit: pid=%d rings=%lu setup=%lu enter=%lu register=%lu "
-					 "mmap=%lu trapped=%lu hooked=%lu%n",
-					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked, &used);
-			cr_assert(got == 8 && used == (int)strlen(line),
+					 "mmap=%lu trapped=%lu hooked=%lu held_peak=%lu%n",
+					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked, &held,
+					 &used);
+			if (held > held_peak_max)
+				held_peak_max = held;
+			cr_assert(got == 9 && used == (int)strlen(line),
 				  "%s, %s run: malformed exit report: \"%s\"", name, mode_name[r->mode], line);
 			lines++;
 			*setup_sum += setup;
@@ -445,6 +463,18 @@ static unsigned exit_reports(const struct run *r, const char *name, unsigned lon
 	}
 	return lines;
 }
+
+/*
+ * bufsel's own count of buffers bound at once, where a program fixes it: the
+ * idle-socket program has 10,000 receives pending on a group of 16, and
+ * deferred binding means no more than the 16 are ever bound.
+ */
+static const struct {
+	const char *name;
+	unsigned long held_peak;
+} held_expect[] = {
+	{ "bs_idle", 16 },
+};
 
 static void expect_intercepted(const struct run *r, const struct prog *p)
 {
@@ -457,6 +487,11 @@ static void expect_intercepted(const struct run *r, const struct prog *p)
 		  strstr(r->err, "bufsel: ") ? "the library logged, so it was loaded, but did not report at exit"
 					     : "the library was not loaded",
 		  tail(r->err, r->err_len, 3000));
+	for (size_t i = 0; i < sizeof(held_expect) / sizeof(held_expect[0]); i++)
+		if (!strcmp(held_expect[i].name, p->name))
+			cr_assert(held_peak_max == held_expect[i].held_peak,
+				  "%s, %s run: bufsel held %lu buffers at once, expected %lu",
+				  p->name, mode_name[r->mode], held_peak_max, held_expect[i].held_peak);
 	if (p->uring)
 		cr_assert(setup >= 1, "%s, %s run: setup=%lu over %u exit reports: io_uring_setup was not intercepted\n"
 			  "--- stderr (last 3000 bytes) ---\n%s",
@@ -515,10 +550,14 @@ static void check_against_native(const char *name, enum mode mode)
 }
 
 /* Criterion's own timeout is a backstop; each run has its own, shorter one. */
-#define SUITE_TESTS(n, t, u)                                                       \
+#define KERNEL56_true(n, t) \
+	Test(kernel56, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, KERNEL56); }
+#define KERNEL56_false(n, t)
+#define SUITE_TESTS(n, t, u, k)                                                       \
 	Test(native, n, .timeout = 2.0 * (t) + 10) { check_native(#n); }                \
 	Test(preload, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, PRELOAD); } \
-	Test(launcher, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, LAUNCHER); }
+	Test(launcher, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, LAUNCHER); } \
+	KERNEL56_##k(n, t)
 PROGRAMS(SUITE_TESTS)
 
 Test(passthrough, nop_batch, .timeout = 30)
