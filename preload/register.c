@@ -45,6 +45,8 @@ static void learn_ring_fds(unsigned opcode, const void *arg, unsigned nr, long r
 static long register_pbuf_ring(struct ring *r, const long a[6])
 {
 	struct io_uring_buf_reg reg;
+	if (ring_pool(r))
+		return -ENOMEM;
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
 	if (ret || copy_from_prog(&reg, (const void *)a[2], sizeof(reg)))
 		return ret;
@@ -62,7 +64,7 @@ static long unregister_pbuf_ring(struct ring *r, const long a[6])
 {
 	struct io_uring_buf_reg reg;
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
-	if (!ret && !copy_from_prog(&reg, (const void *)a[2], sizeof(reg))) {
+	if (!ret && r->pool && !copy_from_prog(&reg, (const void *)a[2], sizeof(reg))) {
 		spin_lock(&r->pool_lock);
 		pool_ring_unregister(r->pool, reg.bgid);
 		spin_unlock(&r->pool_lock);

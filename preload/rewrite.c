@@ -713,6 +713,10 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	}
 	int select = sqe->flags & IOSQE_BUFFER_SELECT;
+	if (ring_pool(r)) {
+		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
 	if (select) {
 		spin_lock(&r->pool_lock);
 		int ring_group = pool_is_ring(r->pool, sqe->buf_group);

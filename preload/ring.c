@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include "preload/log.h"
@@ -72,6 +73,36 @@ static void note_held_peak(unsigned long peak)
 		;
 }
 
+/*
+ * Per-batch bookkeeping sized by the SQ, mapped rather than allocated: a
+ * ring's life is often short (10,000 setup/teardown cycles must stay flat),
+ * and a mapping goes back to the kernel the moment the ring does.
+ */
+int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
+{
+	size_t undo = (size_t)sq_entries * sizeof(*r->undo);
+	size_t len = undo + (size_t)sq_entries * sizeof(*r->prog_end);
+	void *m = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sys_is_err((long)m))
+		return (int)(long)m;
+	r->scratch = m;
+	r->scratch_len = len;
+	r->undo = m;
+	r->prog_end = (unsigned *)((char *)m + undo);
+	return 0;
+}
+
+/* The pool is made on first use: most rings never select a buffer. */
+int ring_pool(struct ring *r)
+{
+	int err = 0;
+	spin_lock(&r->pool_lock);
+	if (!r->pool)
+		err = pool_create(&r->pool);
+	spin_unlock(&r->pool_lock);
+	return err;
+}
+
 unsigned long ring_held_peak(void)
 {
 	for_each_slot(r) {
@@ -91,8 +122,9 @@ static void ring_destroy(struct ring *r)
 	note_held_peak(pool_peak_in_use(r->pool));
 	pool_destroy(r->pool);
 	req_table_destroy(&r->reqs);
-	free(r->undo);
-	free(r->prog_end);
+	if (r->scratch)
+		sys_munmap(r->scratch, r->scratch_len);
+	r->scratch = NULL;
 	r->prog_end = NULL;
 	free(r->synth.v);
 	r->synth = (struct cqe_queue){0};

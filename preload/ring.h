@@ -87,6 +87,8 @@ struct ring {
 	unsigned long cqe_lost;		/* CQEs bufsel made but found no memory for */
 	struct rewrite_undo *undo;	/* one per SQ entry: the batch being drained */
 	unsigned *prog_end;		/* per real slot: program SQEs consumed through it */
+	void *scratch;			/* the mapping undo and prog_end live in */
+	size_t scratch_len;
 	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;		/* and the kernel has seen such an SQE too */
 
@@ -121,6 +123,8 @@ int ring_next_owned_fd(unsigned lo, unsigned hi);	/* lowest private fd in [lo, h
 void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_after_fork(void);
+int ring_scratch_alloc(struct ring *r, unsigned sq_entries);
+int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
 /* The most buffers any ring had bound to requests at once. */
 unsigned long ring_held_peak(void);
 

@@ -141,11 +141,7 @@ long emu_setup(const long a[6])
 	if (!err)
 		err = map_shadow(r, &p);
 	if (!err)
-		err = pool_create(&r->pool);
-	if (!err && !(r->undo = calloc(p.sq_entries, sizeof(*r->undo))))
-		err = -ENOMEM;
-	if (!err && !(r->prog_end = calloc(p.sq_entries, sizeof(*r->prog_end))))
-		err = -ENOMEM;
+		err = ring_scratch_alloc(r, p.sq_entries);
 	if (err)
 		goto fail;
 	r->hooks = &rewrite_hooks;
