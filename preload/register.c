@@ -103,6 +103,29 @@ static long sync_cancel(struct ring *r, const long a[6])
 	return ret < 0 ? ret : ret + found;
 }
 
+/* PROVIDE/REMOVE_BUFFERS are bufsel's on any kernel: the probe says so. */
+static void probe_mark_emulated(const long a[6])
+{
+	struct io_uring_probe hdr;
+	struct io_uring_probe *up = (struct io_uring_probe *)a[2];
+	static const uint8_t ops[] = { IORING_OP_PROVIDE_BUFFERS, IORING_OP_REMOVE_BUFFERS };
+	if (copy_from_prog(&hdr, up, sizeof(hdr)))
+		return;
+	for (size_t i = 0; i < sizeof(ops); i++) {
+		struct io_uring_probe_op op;
+		if (ops[i] >= hdr.ops_len || ops[i] >= (unsigned long)a[3] ||
+		    copy_from_prog(&op, &up->ops[ops[i]], sizeof(op)))
+			continue;
+		op.op = ops[i];
+		op.flags |= IO_URING_OP_SUPPORTED;
+		copy_to_prog(&up->ops[ops[i]], &op, sizeof(op));
+		if (hdr.last_op < ops[i]) {
+			hdr.last_op = ops[i];
+			copy_to_prog(&up->last_op, &hdr.last_op, sizeof(hdr.last_op));
+		}
+	}
+}
+
 long emu_register(const long a[6])
 {
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
@@ -116,6 +139,7 @@ long emu_register(const long a[6])
 		ring_put(r);
 		return -EINVAL;
 	}
+	int shadowed = r != NULL;
 	if (r) {
 		long ret = -ENOSYS;
 		complete_sync_cq_flags(r);
@@ -132,5 +156,7 @@ long emu_register(const long a[6])
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
 	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)
 		learn_ring_fds(opcode, (const void *)a[2], (unsigned)a[3], ret);
+	if (opcode == IORING_REGISTER_PROBE && !ret && shadowed)
+		probe_mark_emulated(a);
 	return ret;
 }
