@@ -200,10 +200,26 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 
 /* ---- buffer selection ---- */
 
-/* Is a plain fd open?  The kernel fails a bad fd before it selects. */
-static int fd_open(int fd)
+/*
+ * The kernel fails a bad plain fd before it selects a buffer: such an SQE
+ * goes to the kernel without IOSQE_BUFFER_SELECT and fails there, taking
+ * no buffer.  Returns 1 if that is what happened to sqe.
+ */
+static int left_to_kernel_bad_fd(struct io_uring_sqe *sqe)
 {
-	return sys_call3(SYS_fcntl, fd, F_GETFD, 0) >= 0;
+	if ((sqe->flags & IOSQE_FIXED_FILE) || sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) >= 0)
+		return 0;
+	sqe->flags &= ~IOSQE_BUFFER_SELECT;
+	sqe->buf_index = 0;
+	return 1;
+}
+
+static uint32_t group_available(struct ring *r, uint16_t bgid)
+{
+	spin_lock(&r->pool_lock);
+	uint32_t n = pool_available(r->pool, bgid);
+	spin_unlock(&r->pool_lock);
+	return n;
 }
 
 /* Has a socket data (or an end) for a receive now? */
@@ -379,18 +395,11 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (!fixed && !fd_open(sqe->fd)) {
-		/* Let the kernel fail it as it would: no buffer is taken. */
-		sqe->flags &= ~IOSQE_BUFFER_SELECT;
-		sqe->buf_index = 0;
+	if (left_to_kernel_bad_fd(sqe))
 		return NULL;
-	}
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST)) {
 		/* The first attempt selects before it looks at the socket. */
-		spin_lock(&r->pool_lock);
-		uint32_t avail = pool_available(r->pool, sqe->buf_group);
-		spin_unlock(&r->pool_lock);
-		if (!avail) {
+		if (!group_available(r, sqe->buf_group)) {
 			standin(r, sqe, -ENOBUFS, FAIL_AT_ISSUE, u);
 			return NULL;
 		}
@@ -533,11 +542,8 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (!fixed && !fd_open(sqe->fd)) {
-		sqe->flags &= ~IOSQE_BUFFER_SELECT;
-		sqe->buf_index = 0;
+	if (left_to_kernel_bad_fd(sqe))
 		return NULL;
-	}
 	struct req *q = req_alloc(&r->reqs);
 	if (!q) {
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
@@ -556,10 +562,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		}
 	}
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST)) {
-		spin_lock(&r->pool_lock);
-		uint32_t avail = pool_available(r->pool, sqe->buf_group);
-		spin_unlock(&r->pool_lock);
-		if (!avail)
+		if (!group_available(r, sqe->buf_group))
 			res = -ENOBUFS;
 		else if ((sqe->msg_flags & MSG_DONTWAIT) || (!fixed && fd_readable(sqe->fd)))
 			res = rewrite_multi_recv(r, q) ? -ENOBUFS : 1;
@@ -588,12 +591,8 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return;
 	}
-	if (!(sqe->flags & IOSQE_FIXED_FILE) && !fd_open(sqe->fd)) {
-		sqe->flags &= ~IOSQE_BUFFER_SELECT;
-		sqe->buf_index = 0;
-		return;
-	}
-	select_now(r, sqe, def, want, NULL, u);
+	if (!left_to_kernel_bad_fd(sqe))
+		select_now(r, sqe, def, want, NULL, u);
 }
 
 /* ---- chains ---- */
