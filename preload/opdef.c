@@ -57,7 +57,7 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_FGETXATTR] = { .name = "FGETXATTR" },
 	[IORING_OP_GETXATTR] = { .name = "GETXATTR" },
 	[IORING_OP_SOCKET] = { .name = "SOCKET" },
-	[IORING_OP_URING_CMD] = { .name = "URING_CMD", .select = SELECT_KERNEL },
+	[IORING_OP_URING_CMD] = { .name = "URING_CMD", .select = SELECT_INVALID },
 	[IORING_OP_SEND_ZC] = { .name = "SEND_ZC" },
 	[IORING_OP_SENDMSG_ZC] = { .name = "SENDMSG_ZC" },
 	[OP_READ_MULTISHOT] = { .name = "READ_MULTISHOT", .select = SELECT_MULTISHOT, .buf = BUF_ADDR_LEN },

@@ -16,7 +16,8 @@ enum opdef_select {
 	SELECT_NEWER_KERNEL,	/* accepted only by kernels newer than the emulation:
 				 * refused with the error an older kernel gives */
 	SELECT_MULTISHOT,	/* READ_MULTISHOT: a stream of reads, each on a buffer */
-	SELECT_KERNEL,		/* URING_CMD: the driver decides; passed to the kernel as is */
+	SELECT_INVALID,		/* URING_CMD: 6.18 rejects a selecting command at prep (-EINVAL)
+				 * unless it is multishot, which only ring-mapped groups feed */
 };
 
 /* Where the program's buffer address and length live in the SQE. */

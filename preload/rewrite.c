@@ -755,7 +755,8 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return select_recv(r, sqe, def, u);
 	case SELECT_MULTISHOT:
 		return select_recv_multi(r, sqe, def, u);
-	case SELECT_KERNEL:
+	case SELECT_INVALID:
+		standin(r, sqe, -EINVAL, FAIL_AT_PREP, u);
 		return NULL;
 	default:
 		standin(r, sqe, -EOPNOTSUPP, FAIL_AT_PREP, u);
