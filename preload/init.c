@@ -68,7 +68,7 @@ __attribute__((destructor)) static void bufsel_fini(void)
 		return;
 	const struct bufsel_counters *n = &bufsel.n;
 	bufsel_log_uncapped(BUFSEL_LOG_INFO,
-		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu held_peak=%lu",
+		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu",
 		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,
-		   n->trapped, n->hooked, ring_held_peak());
+		   n->trapped, n->hooked, n->emulated, ring_held_peak());
 }

@@ -34,6 +34,7 @@
 #include "preload/opdef.h"
 #include "preload/req.h"
 #include "preload/ring.h"
+#include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
 
@@ -712,6 +713,8 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	}
 	int select = sqe->flags & IOSQE_BUFFER_SELECT;
+	if (select || def->emulated)
+		atomic_fetch_add_explicit(&bufsel.n.emulated, 1, memory_order_relaxed);
 	if (ring_pool(r)) {
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
 		return NULL;

@@ -23,6 +23,7 @@ struct ksigaction {
 struct bufsel_counters {
 	atomic_ulong setup, enter, reg, mmap, trapped, hooked, rings;
 	atomic_ulong held_peak;	/* most buffers bound at once in one ring (rings gone) */
+	atomic_ulong emulated;	/* SQEs bufsel answered or rewrote for buffer selection */
 };
 
 struct bufsel_state {

@@ -445,16 +445,16 @@ static unsigned exit_reports(const struct run *r, const char *name, unsigned lon
 		if (n >= sizeof(prefix) - 1 && !memcmp(p, prefix, sizeof(prefix) - 1)) {
 			char line[512];
 			int pid, used = -1;
-			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked, held;
+			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked, emulated, held;
 			snprintf(line, sizeof(line), "%.*s", (int)n, p);
 			int got = sscanf(line,
 					 "bufsel: exit: pid=%d rings=%lu setup=%lu enter=%lu register=%lu "
-					 "mmap=%lu trapped=%lu hooked=%lu held_peak=%lu%n",
-					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked, &held,
-					 &used);
+					 "mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu%n",
+					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked,
+					 &emulated, &held, &used);
 			if (held > held_peak_max)
 				held_peak_max = held;
-			cr_assert(got == 9 && used == (int)strlen(line),
+			cr_assert(got == 10 && used == (int)strlen(line),
 				  "%s, %s run: malformed exit report: \"%s\"", name, mode_name[r->mode], line);
 			lines++;
 			*setup_sum += setup;
