@@ -79,6 +79,12 @@ void group_begin(struct group *g, enum group_kind k)
 	g->kind = (uint8_t)k;
 	g->provided = g->removed = g->selected = 0;
 	g->returned = g->consumed = g->enobufs = 0;
+	g->enobufs_empty = g->enobufs_capped = g->enobufs_injected = 0;
+	g->waits = g->wait_ns = g->used_count = g->used_bytes = 0;
+	memset(g->used_hist, 0, sizeof(g->used_hist));
+	memset(g->in_use_hist, 0, sizeof(g->in_use_hist));
+	g->policy = (struct pool_policy){ 0 };
+	g->rng = 0;
 	g->peak_in_use = g->in_use;
 }
 
@@ -149,19 +155,33 @@ uint32_t group_remove(struct group *g, uint32_t nbufs, const struct pool_allocat
 	return k;
 }
 
+static int refuse(struct group *g, uint64_t *reason)
+{
+	(*reason)++;
+	g->enobufs++;
+	return -ENOBUFS;
+}
+
 int group_select(struct group *g, struct pool_buf *out)
 {
-	if (!g->count) {
-		g->enobufs++;
-		return -ENOBUFS;
-	}
+	/* The kernel's own reason first; the policy only narrows what is left. */
+	if (!g->count)
+		return refuse(g, &g->enobufs_empty);
+	if (g->policy.cap && g->in_use >= g->policy.cap)
+		return refuse(g, &g->enobufs_capped);
+	if (policy_inject(g))
+		return refuse(g, &g->enobufs_injected);
 	const struct pool_slot *s = &g->slots[g->head];
-	*out = (struct pool_buf){ .addr = s->addr, .len = s->len, .bid = s->bid, .bgid = g->bgid };
+	uint32_t len = s->len;
+	if (g->policy.max_len && len > g->policy.max_len)
+		len = g->policy.max_len;
+	*out = (struct pool_buf){ .addr = s->addr, .len = len, .bid = s->bid, .bgid = g->bgid };
 	g->head = (g->head + 1) & mask(g);
 	g->count--;
 	g->selected++;
 	if (++g->in_use > g->peak_in_use)
 		g->peak_in_use = g->in_use;
+	g->in_use_hist[pool_hist_bucket(g->in_use)]++;
 	return 0;
 }
 
@@ -181,12 +201,17 @@ void group_putback(struct group *g, const struct pool_buf *b)
 	g->returned++;
 }
 
-void group_consume(struct group *g, const struct pool_allocator *a)
+void group_consume(struct group *g, int64_t used, const struct pool_allocator *a)
 {
 	g->in_use--;
 	if (g->kind != GROUP_LEGACY)
 		return;
 	g->consumed++;
+	if (used >= 0) {
+		g->used_count++;
+		g->used_bytes += (uint64_t)used;
+		g->used_hist[pool_hist_bucket((uint32_t)used)]++;
+	}
 	trim(g, a);
 }
 
@@ -196,7 +221,26 @@ void group_stats(const struct group *g, struct pool_group_stats *out)
 		.provided = g->provided, .removed = g->removed, .selected = g->selected,
 		.returned = g->returned, .consumed = g->consumed, .enobufs = g->enobufs,
 		.available = g->count, .in_use = g->in_use, .peak_in_use = g->peak_in_use,
+		.enobufs_empty = g->enobufs_empty, .enobufs_capped = g->enobufs_capped,
+		.enobufs_injected = g->enobufs_injected,
+		.waits = g->waits, .wait_ns = g->wait_ns,
+		.used_count = g->used_count, .used_bytes = g->used_bytes,
+		.policy = g->policy,
 	};
+}
+
+void group_hist(const struct group *g, struct pool_group_hist *out)
+{
+	memcpy(out->used, g->used_hist, sizeof(out->used));
+	memcpy(out->in_use, g->in_use_hist, sizeof(out->in_use));
+}
+
+static uint64_t hist_sum(const uint64_t *h)
+{
+	uint64_t n = 0;
+	for (unsigned b = 0; b < POOL_HIST_BUCKETS; b++)
+		n += h[b];
+	return n;
 }
 
 int group_check(const struct group *g, uint16_t bgid)
@@ -211,6 +255,12 @@ int group_check(const struct group *g, uint16_t bgid)
 	if (g->head >= (g->cap ? g->cap : 1) || g->count > g->cap)
 		return -EUCLEAN;
 	if (g->peak_in_use < g->in_use)
+		return -EUCLEAN;
+	if (g->enobufs != g->enobufs_empty + g->enobufs_capped + g->enobufs_injected ||
+	    hist_sum(g->in_use_hist) != g->selected || hist_sum(g->used_hist) != g->used_count ||
+	    g->used_count > g->consumed || g->in_use_hist[0])
+		return -EUCLEAN;
+	if (policy_check(g))
 		return -EUCLEAN;
 	if (g->kind != GROUP_LEGACY)
 		return g->cap || (g->kind == GROUP_GONE && !g->in_use) ? -EUCLEAN : 0;

@@ -11,7 +11,13 @@
  * - only a legacy group holds buffers; count == provided + returned -
  *   removed - selected over its life;
  * - in_use belongs to the id and outlives group lives; peak_in_use >= in_use;
- * - a GROUP_GONE entry exists only while in_use > 0.
+ * - a GROUP_GONE entry exists only while in_use > 0;
+ * - enobufs is enobufs_empty + enobufs_capped + enobufs_injected; the
+ *   in-use histogram adds up to selected, the bytes-used one to used_count,
+ *   and used_count <= consumed;
+ * - only a legacy group has a policy, and its rate is within [0, 1].
+ *
+ * The counters and histograms cost about 700 bytes per group id in use.
  */
 #ifndef BUFSEL_POOL_GROUP_H
 #define BUFSEL_POOL_GROUP_H
@@ -44,9 +50,15 @@ struct group {
 	uint16_t bgid;
 	uint8_t kind;		/* enum group_kind */
 	uint64_t provided, removed, selected, returned, consumed, enobufs;
+	uint64_t enobufs_empty, enobufs_capped, enobufs_injected;
+	uint64_t waits, wait_ns, used_count, used_bytes;
+	uint64_t used_hist[POOL_HIST_BUCKETS], in_use_hist[POOL_HIST_BUCKETS];
+	struct pool_policy policy;	/* this life's (policy.c); zero: none */
+	uint64_t rng;			/* the injection generator's state */
 };
 
-/* Starts a new life of kind k on the id: fresh counters, in_use kept. */
+/* Starts a new life of kind k on the id: fresh counters, no policy, in_use
+ * kept. */
 void group_begin(struct group *g, enum group_kind k);
 /* Starts a legacy group's life with room for the id's buffers still out:
  * 0, or -ENOMEM with nothing changed. */
@@ -61,15 +73,26 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a);
 /* Removes up to nbufs from the head of a legacy group; returns how many. */
 uint32_t group_remove(struct group *g, uint32_t nbufs, const struct pool_allocator *a);
-/* Head of a legacy group: 0 or -ENOBUFS. */
+/* Head of a legacy group, its len clamped to the policy's max_len: 0 or
+ * -ENOBUFS (empty, capped or injected, in that order). */
 int group_select(struct group *g, struct pool_buf *out);
 /* One of in_use comes back (the caller checked in_use > 0): to the head if
  * legacy, else dropped. */
 void group_putback(struct group *g, const struct pool_buf *b);
-/* One of in_use was delivered (the caller checked in_use > 0). */
-void group_consume(struct group *g, const struct pool_allocator *a);
+/* One of in_use was delivered (the caller checked in_use > 0); used is the
+ * bytes the program got, or -1 if unknown. */
+void group_consume(struct group *g, int64_t used, const struct pool_allocator *a);
 
 void group_stats(const struct group *g, struct pool_group_stats *out);
+void group_hist(const struct group *g, struct pool_group_hist *out);
+
+/* policy.c: gives a legacy group its policy (normalised) and seeds its
+ * generator from (seed, bgid). */
+void policy_apply(struct group *g, const struct pool_policy *pol);
+/* One draw: 1 if this selection is to fail -ENOBUFS. */
+int policy_inject(struct group *g);
+/* 0 or -EUCLEAN. */
+int policy_check(const struct group *g);
 /* 0 or -EUCLEAN. */
 int group_check(const struct group *g, uint16_t bgid);
 

@@ -114,6 +114,15 @@ static void entry_free(struct pool *p, struct group *g)
 	}
 }
 
+/* A legacy group's life has begun: the caller's policy for it, if any. */
+static void policy_lookup(struct pool *p, struct group *g)
+{
+	struct pool_policy pol = { 0 };
+	if (!p->policy_for || p->policy_for(g->bgid, &pol, p->policy_arg))
+		pol = (struct pool_policy){ 0 };
+	policy_apply(g, &pol);
+}
+
 int pool_provide(struct pool *p, const struct pool_provide *r)
 {
 	int ret = pool_provide_prep(r);
@@ -124,12 +133,14 @@ int pool_provide(struct pool *p, const struct pool_provide *r)
 		g = entry_new(p, r->bgid, GROUP_LEGACY);
 		if (!g)
 			return -ENOMEM;
+		policy_lookup(p, g);
 	} else if (g->kind == GROUP_RING) {
 		return -EINVAL;
 	} else if (g->kind == GROUP_GONE) {
 		ret = group_begin_legacy(g, &p->a);
 		if (ret)
 			return ret;
+		policy_lookup(p, g);
 	}
 	return group_add(g, r, &p->a);
 }
@@ -196,17 +207,36 @@ void pool_putback(struct pool *p, const struct pool_buf *b)
 		entry_free(p, g);
 }
 
-void pool_consume(struct pool *p, const struct pool_buf *b)
+static void consume(struct pool *p, const struct pool_buf *b, int64_t used)
 {
 	struct group *g = table_get(p, b->bgid);
 	if (!g || !g->in_use) {
 		p->strays++;
 		return;
 	}
-	group_consume(g, &p->a);
+	group_consume(g, used, &p->a);
 	p->outstanding--;
 	if (g->kind == GROUP_GONE && !g->in_use)
 		entry_free(p, g);
+}
+
+void pool_consume(struct pool *p, const struct pool_buf *b)
+{
+	consume(p, b, -1);
+}
+
+void pool_consume_bytes(struct pool *p, const struct pool_buf *b, uint32_t used)
+{
+	consume(p, b, used);
+}
+
+void pool_note_wait(struct pool *p, uint16_t bgid, uint64_t ns)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_LEGACY)
+		return;
+	g->waits++;
+	g->wait_ns += ns;
 }
 
 uint64_t pool_strays(const struct pool *p)

@@ -20,11 +20,21 @@
  * to the group id, not to one group's life, because the kernel's put-back goes
  * to whatever legacy group holds the id at that moment (and drops the buffer
  * if there is none or it is ring-mapped).
+ *
+ * Shaping (pool_set_policy): the caller may narrow a group beyond the
+ * kernel's rules (a cap on buffers in use, a shorter length handed out,
+ * -ENOBUFS injected from a seed), to test how a program copes with fewer or
+ * smaller buffers.  Everything a policy refuses is counted apart from what
+ * the kernel itself would refuse.  Statistics (counters, two histograms)
+ * are per group life, like the existing counters, and can be written out as
+ * JSON or a table (report.c; docs/stats-schema.md).
  */
 #ifndef BUFSEL_POOL_POOL_H
 #define BUFSEL_POOL_POOL_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* MAX_BIDS_PER_BGID: a CQE carries a 16-bit bid. */
 #define POOL_MAX_BIDS 65536u
@@ -66,14 +76,76 @@ struct pool_remove {		/* the REMOVE_BUFFERS SQE fields, raw */
 	uint32_t splice_fd_in;
 };
 
+/*
+ * How the caller shapes one legacy group (pool_set_policy).  All zero is the
+ * kernel's behaviour, and what a group gets without a policy.
+ */
+struct pool_policy {
+	/* 0: none; else at most cap buffers of the group in use at once, and a
+	 * selection at in_use >= cap fails -ENOBUFS ("capped"). */
+	uint32_t cap;
+	/* 0: none; else a selected buffer's len is clamped to max_len. */
+	uint32_t max_len;
+	/* Probability that a selection which would succeed fails -ENOBUFS
+	 * instead ("injected"), leaving the buffer in the group.  Below 0 or NaN
+	 * is taken as 0, above 1 as 1. */
+	double enobufs_rate;
+	/* With the bgid, seeds the group's generator: the same seed and the same
+	 * sequence of selections give the same failures. */
+	uint64_t seed;
+};
+
 struct pool_group_stats {
 	/* Since the group was created (a ring registration on its id ends it). */
-	uint64_t provided, removed, selected, returned, consumed, enobufs;
+	uint64_t provided, removed, selected, returned, consumed;
+	/* Every -ENOBUFS of the group: enobufs_empty + enobufs_capped +
+	 * enobufs_injected. */
+	uint64_t enobufs;
 	uint32_t available;	/* buffers in the group now */
 	/* Selected and not yet returned or consumed; carried by the id across
 	 * group lives (see above), so a new group can start with in_use > 0. */
 	uint32_t in_use, peak_in_use;
+	/* The fields above keep their offsets; what follows came with policies.
+	 * Also since the group was created. */
+	uint64_t enobufs_empty;		/* no buffer in the group */
+	uint64_t enobufs_capped;	/* in_use had reached policy.cap */
+	uint64_t enobufs_injected;	/* policy.enobufs_rate drew a failure */
+	uint64_t waits, wait_ns;	/* pool_note_wait: how many, how long in all */
+	/* pool_consume_bytes: deliveries with a byte count, and the bytes. */
+	uint64_t used_count, used_bytes;
+	struct pool_policy policy;	/* as the group got it, rate normalised */
 };
+
+/*
+ * Power-of-two histograms: bucket 0 counts the value 0, bucket b >= 1 the
+ * values 2^(b-1) .. 2^b - 1, so bucket 32 ends at UINT32_MAX.
+ */
+#define POOL_HIST_BUCKETS 33u
+
+struct pool_group_hist {
+	/* Bytes used per delivered buffer, as pool_consume_bytes reported them;
+	 * the buckets add up to used_count. */
+	uint64_t used[POOL_HIST_BUCKETS];
+	/* The group's in_use right after each successful selection, the buffer
+	 * just selected included; the buckets add up to selected. */
+	uint64_t in_use[POOL_HIST_BUCKETS];
+};
+
+static inline unsigned pool_hist_bucket(uint32_t v)
+{
+	return v ? 32u - (unsigned)__builtin_clz(v) : 0u;
+}
+
+/* The smallest and largest value bucket b counts (b < POOL_HIST_BUCKETS). */
+static inline uint32_t pool_hist_lo(unsigned b)
+{
+	return b ? 1u << (b - 1) : 0u;
+}
+
+static inline uint32_t pool_hist_hi(unsigned b)
+{
+	return b ? (uint32_t)((1ull << b) - 1) : 0u;
+}
 
 /* 0 or -ENOMEM. */
 int pool_create(struct pool **out);
@@ -107,9 +179,35 @@ void pool_putback(struct pool *p, const struct pool_buf *b);
 /* A selected buffer was delivered to the program in a CQE: it leaves bufsel's
  * accounting. */
 void pool_consume(struct pool *p, const struct pool_buf *b);
+/* pool_consume, and the program used `used` bytes of the buffer (the CQE's
+ * res for a read or receive): counted in the group's bytes-used histogram. */
+void pool_consume_bytes(struct pool *p, const struct pool_buf *b, uint32_t used);
+/* A request on group bgid waited ns nanoseconds for data while holding no
+ * buffer (a receive bound only once readable): summed with a count.  Ignored
+ * when bgid is not a legacy group now. */
+void pool_note_wait(struct pool *p, uint16_t bgid, uint64_t ns);
 /* Put-backs and consumes that matched no selected buffer of their id: a
  * caller bug, ignored and counted here. */
 uint64_t pool_strays(const struct pool *p);
+
+/*
+ * Policies: policy_for is called once each time a legacy group is created on
+ * an id (its first provide, or the first after the id was a ring or had no
+ * group), with the id and arg, and returns 0 with *out filled (it starts
+ * zeroed), or non-zero for no policy.  It runs inside pool_provide under the
+ * caller's serialisation and must not call into the pool.  Groups that exist
+ * already keep what they got; NULL stops the lookups.
+ *
+ * A selection on a legacy group is refused, in this order: no buffer
+ * (empty), in_use >= cap (capped), then a draw from the group's generator
+ * (injected); only a selection that reaches the draw advances the generator,
+ * so capped and empty attempts do not shift the failure sequence.  A refused
+ * selection changes nothing but its counter.  A buffer put back keeps the
+ * length it was selected with.
+ */
+void pool_set_policy(struct pool *p,
+		     int (*policy_for)(uint16_t bgid, struct pool_policy *out, void *arg),
+		     void *arg);
 
 /* A ring-mapped group (IORING_REGISTER_PBUF_RING) takes this id: 0, -EEXIST
  * if a legacy group with buffers or a ring already has it (an emptied legacy
@@ -122,6 +220,7 @@ int pool_is_ring(const struct pool *p, uint16_t bgid);
 
 /* Legacy groups only: 0 or -ENOENT. */
 int pool_group_stats(const struct pool *p, uint16_t bgid, struct pool_group_stats *out);
+int pool_group_hist(const struct pool *p, uint16_t bgid, struct pool_group_hist *out);
 /* Calls fn for every legacy group in increasing bgid order; stops at, and
  * returns, the first non-zero result; 0 when all were visited.  fn must not
  * change the pool. */
@@ -131,6 +230,38 @@ int pool_for_each_group(const struct pool *p,
 /* The most buffers that were selected and not yet returned or delivered at
  * one time, over every group of the pool. */
 uint64_t pool_peak_in_use(const struct pool *p);
+/*
+ * The statistics as text (docs/stats-schema.md): a JSON object for the ring
+ * (ring_index is only printed) holding an array of its legacy groups in
+ * bgid order, and a short table, a header and one line per group.  Both
+ * write into the caller's buffer with no allocation and no system call.
+ *
+ * pool_stats_json and pool_stats_table behave as snprintf: they return the
+ * length of the whole text and write as much of it as fits in len - 1 bytes
+ * plus a NUL (nothing when len is 0).
+ *
+ * The _next forms write a large text in chunks: zero a cursor, then call
+ * until 0 comes back.  Each call writes whole pieces (the opening, one group,
+ * the closing) while they fit in len - 1 bytes, NUL-terminates, and returns
+ * the bytes written; 0 once all was written; -ENOSPC if not even the next
+ * piece fits (len >= POOL_STATS_PIECE_MAX always fits one).  The text is
+ * consistent if the pool does not change between calls, and well-formed in
+ * any case (the cursor remembers a bgid, not a pointer).
+ */
+#define POOL_STATS_PIECE_MAX 4096u
+
+struct pool_stats_cursor {
+	uint32_t stage;		/* private */
+	uint32_t bgid;		/* private: the next group to write */
+};
+
+size_t pool_stats_json(const struct pool *p, unsigned ring_index, char *buf, size_t len);
+ssize_t pool_stats_json_next(const struct pool *p, unsigned ring_index,
+			     struct pool_stats_cursor *c, char *buf, size_t len);
+size_t pool_stats_table(const struct pool *p, char *buf, size_t len);
+ssize_t pool_stats_table_next(const struct pool *p, struct pool_stats_cursor *c,
+			      char *buf, size_t len);
+
 /* Every invariant, as code: 0 or -EUCLEAN.  O(groups + buffers held). */
 int pool_check(const struct pool *p);
 

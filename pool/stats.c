@@ -17,6 +17,15 @@ int pool_group_stats(const struct pool *p, uint16_t bgid, struct pool_group_stat
 	return 0;
 }
 
+int pool_group_hist(const struct pool *p, uint16_t bgid, struct pool_group_hist *out)
+{
+	const struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_LEGACY)
+		return -ENOENT;
+	group_hist(g, out);
+	return 0;
+}
+
 int pool_for_each_group(const struct pool *p,
 			int (*fn)(uint16_t bgid, const struct pool_group_stats *, void *),
 			void *arg)

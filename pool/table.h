@@ -32,6 +32,9 @@ struct pool {
 	uint64_t outstanding;	/* selected and not yet put back or consumed */
 	uint64_t peak_outstanding;	/* the most outstanding at once, over all groups */
 	uint64_t strays;	/* see pool_strays() */
+	/* pool_set_policy: looked up when a legacy group is created. */
+	int (*policy_for)(uint16_t bgid, struct pool_policy *out, void *arg);
+	void *policy_arg;
 	struct table_chunk *dir[TABLE_FAN];
 };
 
