@@ -17,7 +17,7 @@ LDLIBS_LIB = -Wl,-z,defs -Wl,--version-script=preload/bufsel.map -ldl -lpthread
 
 LIB_SRCS  := $(wildcard preload/*.c pool/*.c conf/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/obj/%.o)
-LAUNCH_SRCS := $(wildcard launcher/*.c) conf/options.c
+LAUNCH_SRCS := $(wildcard launcher/*.c conf/*.c)
 LAUNCH_OBJS := $(patsubst %.c,$(B)/obj-launcher/%.o,$(LAUNCH_SRCS))
 
 # Integration programs: ordinary liburing programs, unchanged between the native
@@ -32,7 +32,7 @@ UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
 	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o)
 
-.PHONY: all test unit integration asan demo install clean bench bench-quick
+.PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf
 all: $(B)/libbufsel.so $(B)/bufsel
 
 $(B)/obj/%.o: %.c
@@ -96,6 +96,27 @@ asan:
 
 demo:
 	@sh test/demo.sh
+
+# libFuzzer on conf/: arbitrary bytes as a configuration file and as BUFSEL_*
+# variables (test/fuzz/conf_fuzz.c).  Needs clang with libFuzzer (Debian 12:
+# clang and libclang-rt-14-dev).  New inputs go to $(B)/fuzz/corpus-conf; the
+# seeds in test/fuzz/corpus-conf are only read; a crash is written to $(B)/fuzz/.
+#   make fuzz-conf SECONDS=180
+FUZZ_CC    ?= clang
+SECONDS    ?= 60
+FUZZ_FLAGS  = -std=gnu11 -g -O1 -I. -Wall -Wextra $(WERROR) -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+CONF_SRCS  := $(wildcard conf/*.c)
+
+$(B)/fuzz/conf_fuzz: test/fuzz/conf_fuzz.c $(CONF_SRCS) $(wildcard conf/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ test/fuzz/conf_fuzz.c $(CONF_SRCS)
+
+fuzz-conf: $(B)/fuzz/conf_fuzz
+	@mkdir -p $(B)/fuzz/corpus-conf
+	$(B)/fuzz/conf_fuzz -max_total_time=$(SECONDS) -timeout=10 -max_len=8192 \
+		-dict=test/fuzz/conf.dict -artifact_prefix=$(B)/fuzz/ \
+		$(B)/fuzz/corpus-conf test/fuzz/corpus-conf
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

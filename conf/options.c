@@ -1,144 +1,342 @@
 /*
- * The options table and the environment reader.  Runs in the library's
- * constructor, before the program's main and possibly before libc is fully
- * set up for the program, so it allocates nothing: it walks envp and writes
- * problems into the caller's buffer.
+ * The options table, one value parser and printer per option, the defaults,
+ * --help's key list and the conf's invariants.  Parsers are strict on
+ * purpose: decimal digits only (no sign, no blanks, no hex, no exponent), so
+ * a value means one thing, and a value that is refused is never half-applied.
  */
-#include "conf/options.h"
+#define _GNU_SOURCE /* strchrnul */
+#include "conf/internal.h"
 
-#include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
-static int parse_mode(struct bufsel_conf *c, const char *v)
+/* Decimal digits only, at least one, the value at most max. */
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 {
-	if (!strcmp(v, "emulate"))
-		c->mode = BUFSEL_MODE_EMULATE;
-	else if (!strcmp(v, "passthrough"))
-		c->mode = BUFSEL_MODE_PASSTHROUGH;
-	else
-		return -1;
+	uint64_t n = 0;
+	if (!*v)
+		return -EINVAL;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9')
+			return -EINVAL;
+		unsigned d = (unsigned)(*v - '0');
+		if (n > (max - d) / 10)
+			return -EINVAL;
+		n = n * 10 + d;
+	}
+	*out = n;
 	return 0;
 }
 
-static int parse_log(struct bufsel_conf *c, const char *v)
+static const char *const mode_names[] = { "emulate", "passthrough" };
+static const char *const log_names[] = { "error", "warn", "info", "debug" };
+
+static int parse_name(const char *v, const char *const *names, size_t n)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(v, names[i])) {
-			c->log = (enum bufsel_log_level)i;
-			return 0;
-		}
-	}
-	return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v, names[i]))
+			return (int)i;
+	return -EINVAL;
+}
+
+static int parse_mode(void *dst, const char *v)
+{
+	int i = parse_name(v, mode_names, sizeof(mode_names) / sizeof(mode_names[0]));
+	if (i < 0)
+		return i;
+	((struct bufsel_conf *)dst)->mode = (enum bufsel_mode)i;
+	return 0;
+}
+
+static void show_mode(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", mode_names[((const struct bufsel_conf *)src)->mode]);
+}
+
+static int parse_log(void *dst, const char *v)
+{
+	int i = parse_name(v, log_names, sizeof(log_names) / sizeof(log_names[0]));
+	if (i < 0)
+		return i;
+	((struct bufsel_conf *)dst)->log = (enum bufsel_log_level)i;
+	return 0;
+}
+
+static void show_log(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", log_names[((const struct bufsel_conf *)src)->log]);
 }
 
 /* "native", or a version "X.Y" from 5.1 (io_uring's first) on. */
-static int parse_kernel(struct bufsel_conf *c, const char *v)
+static int parse_kernel(void *dst, const char *v)
 {
-	unsigned major, minor;
-	char tail;
+	char major[8], minor[8];
+	const char *dot = strchr(v, '.');
+	uint64_t x, y;
 	if (!strcmp(v, "native")) {
-		c->kernel = 0;
+		((struct bufsel_conf *)dst)->kernel = 0;
 		return 0;
 	}
-	if (sscanf(v, "%u.%u%c", &major, &minor, &tail) != 2 || major > 255 || minor > 255 ||
-	    (major << 8 | minor) < (5u << 8 | 1))
-		return -1;
-	c->kernel = major << 8 | minor;
+	if (!dot || (size_t)(dot - v) >= sizeof(major) || strlen(dot + 1) >= sizeof(minor))
+		return -EINVAL;
+	memcpy(major, v, (size_t)(dot - v));
+	major[dot - v] = '\0';
+	strcpy(minor, dot + 1);
+	if (parse_u64(major, 255, &x) || parse_u64(minor, 255, &y) || (x << 8 | y) < (5u << 8 | 1))
+		return -EINVAL;
+	((struct bufsel_conf *)dst)->kernel = (unsigned)(x << 8 | y);
 	return 0;
 }
 
-const struct conf_option conf_options[] = {
-	{ "mode", "emulate|passthrough", "emulate",
-	  "emulate: bufsel owns the ring and emulates buffer selection; passthrough: the shim stays loaded but rings go to the kernel untouched (the control arm of an A/B run)",
-	  parse_mode },
-	{ "kernel", "native|X.Y (5.1 or later)", "native",
-	  "behave as on that kernel: bufsel's own requests use nothing newer, and features the program asks for that the kernel lacks are refused as it refuses them (5.6: no buffer rings)",
-	  parse_kernel },
-	{ "log", "error|warn|info|debug", "warn",
-	  "verbosity on stderr, every line prefixed 'bufsel:'; debug logs each intercepted call with its calling site",
-	  parse_log },
+static void show_kernel(const void *src, char *buf, size_t len)
+{
+	unsigned k = ((const struct bufsel_conf *)src)->kernel;
+	if (k)
+		snprintf(buf, len, "%u.%u", k >> 8, k & 0xff);
+	else
+		snprintf(buf, len, "native");
+}
+
+/* Any path shorter than CONF_PATH_MAX; "-" and "" are the path's special cases. */
+static int parse_stats(void *dst, const char *v)
+{
+	size_t n = strlen(v);
+	if (n >= CONF_PATH_MAX)
+		return -EINVAL;
+	memcpy(((struct bufsel_conf *)dst)->stats, v, n + 1);
+	return 0;
+}
+
+static void show_stats(const void *src, char *buf, size_t len)
+{
+	const char *p = ((const struct bufsel_conf *)src)->stats;
+	conf_quote(buf, len, p, strlen(p), len > 4 ? len - 4 : 0);
+}
+
+static int parse_cap(void *dst, const char *v)
+{
+	uint64_t n;
+	if (parse_u64(v, 65535, &n))
+		return -EINVAL;
+	((struct conf_group *)dst)->cap = (uint32_t)n;
+	return 0;
+}
+
+static void show_cap(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u", ((const struct conf_group *)src)->cap);
+}
+
+/* The kernel's MAX_RW_COUNT is below INT32_MAX, so this bounds nothing real. */
+static int parse_max_len(void *dst, const char *v)
+{
+	uint64_t n;
+	if (parse_u64(v, INT32_MAX, &n))
+		return -EINVAL;
+	((struct conf_group *)dst)->max_len = (uint32_t)n;
+	return 0;
+}
+
+static void show_max_len(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u", ((const struct conf_group *)src)->max_len);
+}
+
+/*
+ * A probability written "0", "1", or "0." / "1." and 1 to 9 decimals: exact
+ * in billionths, with no floating point, so no locale can change its meaning.
+ */
+static int parse_rate(void *dst, const char *v)
+{
+	uint32_t ppb, scale = CONF_RATE_ONE / 10;
+	if (*v != '0' && *v != '1')
+		return -EINVAL;
+	ppb = *v == '1' ? CONF_RATE_ONE : 0;
+	if (v[1] == '.') {
+		const char *p = v + 2;
+		if (!*p)
+			return -EINVAL;
+		for (; *p; p++) {
+			if (*p < '0' || *p > '9' || !scale)
+				return -EINVAL;
+			ppb += (uint32_t)(*p - '0') * scale;
+			scale /= 10;
+		}
+	} else if (v[1]) {
+		return -EINVAL;
+	}
+	if (ppb > CONF_RATE_ONE)
+		return -EINVAL;
+	((struct conf_group *)dst)->enobufs_ppb = ppb;
+	return 0;
+}
+
+static void show_rate(const void *src, char *buf, size_t len)
+{
+	uint32_t ppb = ((const struct conf_group *)src)->enobufs_ppb;
+	char frac[16];
+	int n = snprintf(frac, sizeof(frac), "%09u", ppb % CONF_RATE_ONE);
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = '\0';
+	snprintf(buf, len, "%u%s%s", ppb / CONF_RATE_ONE, n ? "." : "", frac);
+}
+
+static int parse_seed(void *dst, const char *v)
+{
+	uint64_t n;
+	if (parse_u64(v, UINT64_MAX, &n))
+		return -EINVAL;
+	((struct conf_group *)dst)->seed = n;
+	return 0;
+}
+
+static void show_seed(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu", (unsigned long long)((const struct conf_group *)src)->seed);
+}
+
+#define GROUP_FIELD(f) .offset = offsetof(struct conf_group, f), .size = sizeof(((struct conf_group *)0)->f)
+
+const struct conf_option conf_options[CONF_KEYS] = {
+	[CONF_MODE] = {
+		.name = "mode", .scope = CONF_SCOPE_GLOBAL,
+		.values = "emulate|passthrough", .expect = "one of emulate|passthrough", .dflt = "emulate",
+		.help = "emulate: bufsel owns the ring and emulates buffer selection; passthrough: the shim stays loaded but rings go to the kernel untouched (the control arm of an A/B run)",
+		.parse = parse_mode, .show = show_mode,
+	},
+	[CONF_LOG] = {
+		.name = "log", .scope = CONF_SCOPE_GLOBAL,
+		.values = "error|warn|info|debug", .expect = "one of error|warn|info|debug", .dflt = "warn",
+		.help = "verbosity on stderr, every line prefixed 'bufsel:'; debug logs each intercepted call with its calling site",
+		.parse = parse_log, .show = show_log,
+	},
+	[CONF_KERNEL] = {
+		.name = "kernel", .scope = CONF_SCOPE_GLOBAL,
+		.values = "native|X.Y (5.1 or later)", .expect = "one of native|X.Y (5.1 or later)", .dflt = "native",
+		.help = "behave as on that kernel: bufsel's own requests use nothing newer, and features the program asks for that the kernel lacks are refused as it refuses them (5.6: no buffer rings)",
+		.parse = parse_kernel, .show = show_kernel,
+	},
+	[CONF_STATS] = {
+		.name = "stats", .scope = CONF_SCOPE_GLOBAL,
+		.values = "PATH|-|(empty)", .expect = "a path shorter than 4096 bytes", .dflt = "",
+		.help = "where statistics go: a file, '-' for stderr, empty for nowhere; a relative path is taken from the working directory of the process that writes it",
+		.parse = parse_stats, .show = show_stats,
+	},
+	[CONF_CAP] = {
+		.name = "cap", .scope = CONF_SCOPE_GROUP,
+		.values = "0..65535", .expect = "an integer in 0..65535", .dflt = "0",
+		.help = "at most this many buffers of a group handed out at once: the group's effective pool size; 0: no cap",
+		.parse = parse_cap, .show = show_cap, GROUP_FIELD(cap),
+	},
+	[CONF_MAX_LEN] = {
+		.name = "max_len", .scope = CONF_SCOPE_GROUP,
+		.values = "0..2147483647", .expect = "an integer in 0..2147483647", .dflt = "0",
+		.help = "hand out at most this many bytes of each buffer; 0: the whole buffer",
+		.parse = parse_max_len, .show = show_max_len, GROUP_FIELD(max_len),
+	},
+	[CONF_ENOBUFS_RATE] = {
+		.name = "enobufs_rate", .scope = CONF_SCOPE_GROUP,
+		.values = "0..1", .expect = "a decimal in 0..1 with at most 9 decimals, such as 0.25",
+		.dflt = "0",
+		.help = "probability that a selection fails with -ENOBUFS although buffers remain",
+		.parse = parse_rate, .show = show_rate, GROUP_FIELD(enobufs_ppb),
+	},
+	[CONF_SEED] = {
+		.name = "seed", .scope = CONF_SCOPE_GROUP,
+		.values = "0..18446744073709551615", .expect = "an integer in 0..18446744073709551615",
+		.dflt = "1",
+		.help = "seed of the injected faults: the same seed and the same program give the same faults",
+		.parse = parse_seed, .show = show_seed, GROUP_FIELD(seed),
+	},
 };
-const size_t conf_option_count = sizeof(conf_options) / sizeof(conf_options[0]);
+const size_t conf_option_count = CONF_KEYS;
 
-/* Variables the launcher reads that are not library options. */
-static const char *const conf_reserved[] = { "BUFSEL_LIB" };
-
-static void env_name(char *dst, size_t len, const char *opt)
+void conf_defaults(struct bufsel_conf *c)
 {
-	size_t n = (size_t)snprintf(dst, len, "BUFSEL_%s", opt);
-	for (size_t i = 7; i < n && i < len; i++)
-		if (dst[i] >= 'a' && dst[i] <= 'z')
-			dst[i] = (char)(dst[i] - 'a' + 'A');
+	memset(c, 0, sizeof(*c));
+	for (size_t k = 0; k < CONF_KEYS; k++) {
+		const struct conf_option *o = &conf_options[k];
+		o->parse(o->scope == CONF_SCOPE_GLOBAL ? (void *)c : (void *)&c->all, o->dflt);
+	}
 }
 
-static void problem(char *err, size_t errlen, size_t *used, const char *fmt, ...)
+static int group_ok(const struct conf_group *g)
 {
-	if (*used >= errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(err + *used, errlen - *used, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*used += (size_t)n;
-	if (*used >= errlen)
-		*used = errlen - 1;
+	return g->cap <= 65535 && g->max_len <= INT32_MAX && g->enobufs_ppb <= CONF_RATE_ONE;
 }
 
-int conf_load(struct bufsel_conf *out, char *const *envp, char *err, size_t errlen)
+int conf_check(const struct bufsel_conf *c)
 {
-	int problems = 0;
-	size_t used = 0;
-	char name[64];
-
-	if (errlen)
-		err[0] = '\0';
-	for (size_t i = 0; i < conf_option_count; i++)
-		conf_options[i].parse(out, conf_options[i].dflt);
-	for (char *const *e = envp; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
-		if (strncmp(*e, "BUFSEL_", 7) || !eq)
-			continue;
-		size_t klen = (size_t)(eq - *e);
-		const struct conf_option *opt = NULL;
-		for (size_t i = 0; i < conf_option_count && !opt; i++) {
-			env_name(name, sizeof(name), conf_options[i].name);
-			if (strlen(name) == klen && !strncmp(name, *e, klen))
-				opt = &conf_options[i];
-		}
-		int reserved = 0;
-		for (size_t i = 0; i < sizeof(conf_reserved) / sizeof(conf_reserved[0]); i++)
-			reserved |= strlen(conf_reserved[i]) == klen && !strncmp(conf_reserved[i], *e, klen);
-		if (reserved)
-			continue;
-		if (!opt) {
-			problem(err, errlen, &used, "bufsel: %.*s: unknown variable (bufsel --help lists them)\n",
-				(int)klen, *e);
-			problems++;
-			continue;
-		}
-		if (opt->parse(out, eq + 1)) {
-			problem(err, errlen, &used, "bufsel: %.*s: '%s' is not one of %s\n",
-				(int)klen, *e, eq + 1, opt->values);
-			problems++;
+	if ((unsigned)c->mode > BUFSEL_MODE_PASSTHROUGH || (unsigned)c->log > BUFSEL_LOG_DEBUG)
+		return -EINVAL;
+	if (c->kernel && (c->kernel < (5u << 8 | 1) || c->kernel > 0xffff))
+		return -EINVAL;
+	if (!memchr(c->stats, '\0', sizeof(c->stats)) || !memchr(c->file, '\0', sizeof(c->file)))
+		return -EINVAL;
+	if ((unsigned)c->file_origin > CONF_FILE_SYSTEM || (c->file_origin == CONF_FILE_NONE) != !c->file[0])
+		return -EINVAL;
+	if (!group_ok(&c->all) || c->ngroups > CONF_MAX_GROUPS)
+		return -EINVAL;
+	for (unsigned i = 0; i < c->ngroups; i++) {
+		if (!group_ok(&c->group[i]) || (i && c->group_id[i - 1] >= c->group_id[i]))
+			return -EINVAL;
+		/* A key the group does not set is the all-groups value. */
+		for (size_t k = 0; k < CONF_GROUP_KEYS; k++) {
+			const struct conf_option *o = &conf_options[CONF_GROUP_KEY0 + k];
+			if (c->group_from[i][k] == CONF_FROM_DEFAULT &&
+			    memcmp((const char *)&c->group[i] + o->offset, (const char *)&c->all + o->offset, o->size))
+				return -EINVAL;
 		}
 	}
-	return problems;
+	return 0;
+}
+
+/* Appends text as lines of at most 78 columns, each indented by six spaces. */
+static void append_wrapped(char *buf, size_t len, size_t *used, const char *text)
+{
+	const size_t width = 78 - 6;
+	while (*text) {
+		size_t n = strlen(text), cut = n;
+		if (n > width) {
+			/* The last space that fits; a longer word stays whole. */
+			for (cut = width; cut && text[cut] != ' '; cut--)
+				;
+			if (!cut)
+				cut = (size_t)(strchrnul(text, ' ') - text);
+		}
+		conf_append(buf, len, used, "      %.*s\n", (int)cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+	}
 }
 
 size_t conf_describe(char *buf, size_t len)
 {
 	size_t used = 0;
-	char name[64];
+	char var[CONF_KEY_MAX], gvar[CONF_KEY_MAX], line[256];
+
 	if (len)
 		buf[0] = '\0';
-	for (size_t i = 0; i < conf_option_count; i++) {
-		env_name(name, sizeof(name), conf_options[i].name);
-		problem(buf, len, &used, "  %-16s %s (default %s)\n      %s\n", name,
-			conf_options[i].values, conf_options[i].dflt, conf_options[i].help);
+	for (size_t k = 0; k < CONF_KEYS; k++) {
+		const struct conf_option *o = &conf_options[k];
+		struct conf_ref r = { (enum conf_key)k, -1 };
+		conf_var_name(&r, var, sizeof(var));
+		conf_append(buf, len, &used, "  %s = %s (default %s)\n", o->name, o->values,
+			    *o->dflt ? o->dflt : "empty");
+		if (o->scope == CONF_SCOPE_GROUP) {
+			/* 65535 stands in for any group id in the generated name. */
+			r.bgid = 65535;
+			conf_var_name(&r, gvar, sizeof(gvar));
+			char *id = strstr(gvar, "65535");
+			snprintf(line, sizeof(line), "%s; one group: group.<bgid>.%s, %.*s<bgid>%s", var, o->name,
+				 (int)(id - gvar), gvar, id + 5);
+			append_wrapped(buf, len, &used, line);
+		} else {
+			append_wrapped(buf, len, &used, var);
+		}
+		append_wrapped(buf, len, &used, o->help);
 	}
 	return used;
 }

@@ -6,7 +6,9 @@
  * load, or load and then reject its configuration, is checked here first, so
  * the user gets one clear line instead of a program running without bufsel.
  * The --NAME options are generated from conf/'s options table, so a new
- * library option is accepted and documented here without touching this file.
+ * library option is accepted and documented here without touching this file;
+ * --set KEY=VALUE reaches every key, per-group ones included, and
+ * --check-conf loads the configuration as the library will and stops there.
  */
 #include "launcher/launcher.h"
 
@@ -43,19 +45,12 @@ void say(enum bufsel_log_level level, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static void env_name(char *dst, size_t len, const char *opt)
-{
-	size_t n = (size_t)snprintf(dst, len, "BUFSEL_%s", opt);
-	for (size_t i = 0; i < n && i < len; i++)
-		if (dst[i] >= 'a' && dst[i] <= 'z')
-			dst[i] = (char)(dst[i] - 'a' + 'A');
-}
-
 static void help(void)
 {
-	char name[64], buf[8192];
+	char var[64], buf[16384];
 
 	printf("Usage: bufsel [OPTIONS] [--] PROGRAM [ARGS...]\n"
+	       "       bufsel [OPTIONS] --check-conf [FILE]\n"
 	       "\n"
 	       "Runs PROGRAM with %s preloaded: bufsel intercepts the program's\n"
 	       "io_uring rings and gives it a shadow ring; the program is not modified.\n"
@@ -65,21 +60,45 @@ static void help(void)
 	       "Options (they come before PROGRAM; '--' ends them; --OPT=VALUE also works):\n",
 	       BUFSEL_LIB_NAME);
 	for (size_t i = 0; i < conf_option_count; i++) {
-		char left[80];
-		env_name(name, sizeof(name), conf_options[i].name);
+		char left[80], err[256];
+		/* The default is valid, so this only names the variable. */
+		conf_setting(conf_options[i].name, strlen(conf_options[i].name), conf_options[i].dflt, var,
+			     sizeof(var), err, sizeof(err));
 		snprintf(left, sizeof(left), "--%s %s", conf_options[i].name, conf_options[i].values);
-		printf("  %-30s set %s for PROGRAM\n", left, name);
+		printf("  %-30s set %s for PROGRAM\n", left, var);
 	}
-	printf("  %-30s preload this library (default: see BUFSEL_LIB)\n"
+	printf("  %-30s set KEY's variable for PROGRAM (repeatable);\n"
+	       "  %-30s one group's key is group.<bgid>.KEY\n"
+	       "  %-30s use FILE as configuration file (BUFSEL_CONF)\n"
+	       "  %-30s check FILE (else BUFSEL_CONF or the default\n"
+	       "  %-30s file) and the BUFSEL_* variables, run nothing;\n"
+	       "  %-30s with --log info, print every setting\n"
+	       "  %-30s preload this library (default: see BUFSEL_LIB)\n"
 	       "  %-30s print this help and exit\n"
 	       "  %-30s print the version and exit\n",
-	       "--lib PATH", "-h, --help", "--version");
+	       "--set KEY=VALUE", "", "--conf FILE", "--check-conf [FILE]", "", "", "--lib PATH", "-h, --help",
+	       "--version");
 
 	conf_describe(buf, sizeof(buf));
 	printf("\n"
+	       "Configuration keys (KEY = VALUES): each is read from the configuration\n"
+	       "file and from its variable; the variable wins, then the file, then the\n"
+	       "default. cap, max_len, enobufs_rate and seed apply to all groups, or to\n"
+	       "one group as group.<bgid>.KEY (bgid 0..65535), which wins over the\n"
+	       "all-groups key wherever each comes from:\n"
+	       "%s",
+	       buf);
+	printf("\n"
+	       "Configuration file: BUFSEL_CONF when set (empty: none), else\n"
+	       "$XDG_CONFIG_HOME/bufsel/bufsel.conf (XDG_CONFIG_HOME unset or relative:\n"
+	       "$HOME/.config/bufsel/bufsel.conf) when it exists, else /etc/bufsel.conf when\n"
+	       "it exists. Lines are 'KEY = VALUE', '#' comments and blank lines; a key\n"
+	       "may appear once. docs/configuration.md has the details.\n");
+	printf("\n"
 	       "Environment (options above override the variables; an unknown BUFSEL_*\n"
 	       "variable or a bad value stops bufsel before PROGRAM starts):\n"
-	       "%s"
+	       "  %-16s FILE\n"
+	       "      the configuration file, as above; --conf sets it\n"
 	       "  %-16s PATH\n"
 	       "      library to preload when --lib is not given; default DIR/%s,\n"
 	       "      then DIR/../lib/%s, DIR being the bufsel executable's directory.\n"
@@ -87,7 +106,7 @@ static void help(void)
 	       "  %s\n"
 	       "      the library's absolute path is appended (':'-separated) to an\n"
 	       "      existing list, once; other preloaded libraries are kept.\n",
-	       buf, "BUFSEL_LIB", BUFSEL_LIB_NAME, BUFSEL_LIB_NAME, "LD_PRELOAD");
+	       "BUFSEL_CONF", "BUFSEL_LIB", BUFSEL_LIB_NAME, BUFSEL_LIB_NAME, "LD_PRELOAD");
 
 	printf("\n"
 	       "Children and exec:\n"
@@ -100,7 +119,8 @@ static void help(void)
 	       "Exit status: PROGRAM's own once it runs; otherwise 127 PROGRAM not found,\n"
 	       "126 PROGRAM cannot be executed or cannot run under bufsel (static, 32-bit,\n"
 	       "another architecture), 2 usage error, 1 configuration error (bad BUFSEL_*\n"
-	       "variable, library missing or unusable).\n");
+	       "variable or configuration file, library missing or unusable). With\n"
+	       "--check-conf: 0 when the configuration is valid, 1 when it is not.\n");
 }
 
 static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -115,8 +135,30 @@ static noreturn void usage_error(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
-/* Parses the options; returns the index of PROGRAM in argv. */
-static int parse_options(int argc, char **argv, const char **lib)
+/* Sets var=val for PROGRAM, exiting on failure. */
+static void set_var(const char *var, const char *val)
+{
+	if (setenv(var, val, 1))
+		fail(EXIT_CONFIG, "cannot set %s: %s", var, strerror(errno));
+}
+
+/*
+ * Checks key=val as the configuration file would, then sets its variable.
+ * A problem reads "--set KEY: ..." or, for --KEY VALUE, "--KEY: ...".
+ */
+static void set_key(const char *opt, const char *key, size_t klen, const char *val)
+{
+	char var[64], err[1024];
+	if (conf_setting(key, klen, val, var, sizeof(var), err, sizeof(err)))
+		usage_error("%s%s", opt, err);
+	set_var(var, val);
+}
+
+/*
+ * Parses the options; returns the index of PROGRAM in argv.  *check is set
+ * by --check-conf, *check_file to its FILE when one follows.
+ */
+static int parse_options(int argc, char **argv, const char **lib, int *check, const char **check_file)
 {
 	int i;
 
@@ -139,12 +181,23 @@ static int parse_options(int argc, char **argv, const char **lib)
 
 		const char *key = a + 2, *eq = strchr(key, '='), *val;
 		size_t klen = eq ? (size_t)(eq - key) : strlen(key);
+		if (klen == 10 && !strncmp(key, "check-conf", 10)) {
+			/* FILE is optional: a following option is not taken for it. */
+			*check = 1;
+			if (eq)
+				*check_file = eq + 1;
+			else if (i + 1 < argc && argv[i + 1][0] != '-')
+				*check_file = argv[++i];
+			continue;
+		}
 		const struct conf_option *opt = NULL;
 		for (size_t k = 0; k < conf_option_count && !opt; k++)
 			if (strlen(conf_options[k].name) == klen && !strncmp(conf_options[k].name, key, klen))
 				opt = &conf_options[k];
 		int is_lib = klen == 3 && !strncmp(key, "lib", 3);
-		if (!opt && !is_lib)
+		int is_set = klen == 3 && !strncmp(key, "set", 3);
+		int is_conf = klen == 4 && !strncmp(key, "conf", 4);
+		if (!opt && !is_lib && !is_set && !is_conf)
 			usage_error("unknown option '%.*s'", (int)(klen + 2), a);
 
 		if (eq)
@@ -153,31 +206,66 @@ static int parse_options(int argc, char **argv, const char **lib)
 			val = argv[++i];
 		else
 			val = NULL;
-		if (!val || !*val)
-			usage_error("--%.*s needs a value: %s", (int)klen, key, opt ? opt->values : "PATH");
+		/* An empty value is given to the table's check: stats accepts one. */
+		if (!val || (!*val && !opt))
+			usage_error("--%.*s needs a value: %s", (int)klen, key,
+				    opt ? opt->values : is_set ? "KEY=VALUE" : is_conf ? "FILE" : "PATH");
 
 		if (is_lib) {
 			*lib = val;
-			continue;
+		} else if (is_conf) {
+			/* Absolute, so a child that changes directory reads the same file. */
+			char abs[PATH_MAX];
+			set_var("BUFSEL_CONF", realpath(val, abs) ? abs : val);
+		} else if (is_set) {
+			const char *veq = strchr(val, '=');
+			if (!veq)
+				usage_error("--set %s: expected KEY=VALUE", val);
+			set_key("--set ", val, (size_t)(veq - val), veq + 1);
+		} else {
+			set_key("--", opt->name, strlen(opt->name), val);
 		}
-		struct bufsel_conf scratch;
-		if (opt->parse(&scratch, val))
-			usage_error("--%s: '%s' is not one of %s", opt->name, val, opt->values);
-		char name[64];
-		env_name(name, sizeof(name), opt->name);
-		if (setenv(name, val, 1))
-			fail(EXIT_CONFIG, "cannot set %s: %s", name, strerror(errno));
 	}
 	return i;
 }
 
+static void print_setting(void *arg, const char *line)
+{
+	(void)arg;
+	printf("bufsel: %s\n", line);
+}
+
+/* --check-conf: loads what the library would load, reports, and exits. */
+static noreturn void check_conf(const char *file)
+{
+	static struct bufsel_conf conf;
+	char err[16384];
+
+	if (file)
+		set_var("BUFSEL_CONF", file);
+	if (conf_load(&conf, environ, err, sizeof(err))) {
+		fputs(err, stderr);
+		exit(EXIT_CONFIG);
+	}
+	printf("bufsel: configuration OK\n");
+	if (conf.log >= BUFSEL_LOG_INFO)
+		conf_show(&conf, print_setting, NULL);
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
-	const char *opt_lib = NULL;
-	char lib[PATH_MAX], path[PATH_MAX], err[4096];
-	struct bufsel_conf conf;
+	const char *opt_lib = NULL, *check_file = NULL;
+	char lib[PATH_MAX], path[PATH_MAX], err[16384];
+	static struct bufsel_conf conf;
+	int check = 0;
 
-	int first = parse_options(argc, argv, &opt_lib);
+	int first = parse_options(argc, argv, &opt_lib, &check, &check_file);
+	if (check) {
+		if (first < argc)
+			usage_error("--check-conf runs nothing, but '%s' follows", argv[first]);
+		check_conf(check_file);
+	}
 	if (first >= argc)
 		usage_error("no PROGRAM given");
 	const char *name = argv[first];

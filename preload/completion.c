@@ -120,7 +120,7 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	spin_lock(&r->pool_lock);
 	if (got) {
 		if (!(q->flags & REQ_DELIVERED))
-			pool_consume(r->pool, &q->buf);
+			pool_consume_bytes(r->pool, &q->buf, (uint32_t)cqe->res);
 	} else if (!(q->flags & REQ_DELIVERED)) {
 		/* End of file or an error: the buffer goes back to the head. */
 		pool_putback(r->pool, &q->buf);
@@ -147,8 +147,17 @@ static void fail_waiting_recv(struct ring *r, struct req *q, struct io_uring_cqe
 	complete_post(r, cqe);
 }
 
+/* How long a receive waited for data while holding no buffer. */
+static void note_wait(struct ring *r, const struct req *q)
+{
+	spin_lock(&r->pool_lock);
+	pool_note_wait(r->pool, q->orig.buf_group, now_ns() - q->wait_start);
+	spin_unlock(&r->pool_lock);
+}
+
 static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
+	note_wait(r, q);
 	int res = cqe->res < 0 ? cqe->res : rewrite_bind_recv(r, q);
 	if (!res) {
 		/* Data is there and a buffer is bound: issue the receive (and the
@@ -179,7 +188,7 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 		pool_putback(r->pool, &q->buf);
 	} else {
 		if (!(q->flags & REQ_DELIVERED))
-			pool_consume(r->pool, &q->buf);
+			pool_consume_bytes(r->pool, &q->buf, cqe->res > 0 ? (uint32_t)cqe->res : 0);
 		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		/* A read "succeeds" only if it got what it asked for: any other
 		 * result fails it (the kernel compares with the length). */
@@ -201,6 +210,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	cqe->user_data = q->user_data;
 	cqe->flags = 0;
 	if (!q->receiving) {
+		note_wait(r, q);
 		if (res < 0)
 			goto end;
 		if ((res = rewrite_multi_recv(r, q)))
@@ -211,7 +221,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	int msg = q->orig.opcode == IORING_OP_RECVMSG;
 	if (res > 0 || (msg && res == 0)) {
 		spin_lock(&r->pool_lock);
-		pool_consume(r->pool, &q->buf);
+		pool_consume_bytes(r->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->pool_lock);
 		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE |
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |

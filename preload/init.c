@@ -18,6 +18,7 @@
 #include "preload/signals.h"
 #include "preload/site.h"
 #include "preload/state.h"
+#include "preload/stats.h"
 #include "preload/sys.h"
 #include "preload/trap.h"
 
@@ -58,12 +59,14 @@ __attribute__((constructor)) static void bufsel_init(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, after_fork_child);
+	stats_init();
 	bufsel.active = 1;
 	log_debug("loaded: mode %s", bufsel.conf.mode == BUFSEL_MODE_PASSTHROUGH ? "passthrough" : "emulate");
 }
 
 __attribute__((destructor)) static void bufsel_fini(void)
 {
+	stats_write();
 	if (!bufsel_log_on(BUFSEL_LOG_INFO))
 		return;
 	const struct bufsel_counters *n = &bufsel.n;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static struct req *req_at(const struct req_table *t, uint32_t idx)
 {
@@ -126,4 +127,11 @@ void req_table_destroy(struct req_table *t)
 		free(t->chunk[c]);
 	}
 	memset(t, 0, sizeof(*t));
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

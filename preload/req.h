@@ -70,6 +70,7 @@ struct req {
 	struct io_uring_sqe orig;	/* RECV_WAIT, RECV_MULTI: the program's receive */
 	struct io_uring_sqe next;	/* RECV_MULTI: the SQE to issue next */
 	uint8_t receiving;		/* RECV_MULTI: a receive (not a poll) is in the kernel */
+	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
 	struct req *owner;		/* LINK_TIMEOUT: the receive it guards */
 	struct io_uring_cqe stash;	/* LINK_TIMEOUT's CQE, posted after the receive's */
@@ -97,5 +98,8 @@ struct req *req_find_user_data(struct req_table *t, uint64_t ud);
 /* The tags of up to max live requests carrying ud; returns how many. */
 unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned max);
 void req_table_destroy(struct req_table *t);
+
+/* CLOCK_MONOTONIC in ns (vDSO: no system call). */
+uint64_t now_ns(void);
 
 #endif

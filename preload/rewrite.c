@@ -370,6 +370,7 @@ static struct req *recv_defer(struct ring *r, struct io_uring_sqe *sqe, struct r
 	q->kind = REQ_RECV_WAIT;
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
+	q->wait_start = now_ns();
 	uint8_t flags = sqe->flags & (IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_ASYNC | SQE_LINK_FLAGS);
 	uint16_t personality = sqe->personality;
 	int32_t fd = sqe->fd;
@@ -456,6 +457,7 @@ void rewrite_multi_poll(struct ring *r, struct req *q)
 	sqe->poll32_events = POLLIN | POLLRDHUP;
 	sqe->user_data = req_tag(&r->reqs, q);
 	q->receiving = 0;
+	q->wait_start = now_ns();
 }
 
 int rewrite_multi_recv(struct ring *r, struct req *q)

@@ -19,6 +19,7 @@
 #include "preload/log.h"
 #include "preload/mover.h"
 #include "preload/state.h"
+#include "preload/stats.h"
 #include "preload/sys.h"
 
 static struct ring ring_store[RING_SLOTS];
@@ -92,15 +93,40 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
 	return 0;
 }
 
+/* A group's policy (cap, max_len, fault injection) comes from conf/. */
+static int policy_for(uint16_t bgid, struct pool_policy *out, void *arg)
+{
+	const struct conf_group *g = conf_group_get(&bufsel.conf, bgid);
+	(void)arg;
+	*out = (struct pool_policy){
+		.cap = g->cap,
+		.max_len = g->max_len,
+		.enobufs_rate = (double)g->enobufs_ppb / CONF_RATE_ONE,
+		.seed = g->seed,
+	};
+	return 0;
+}
+
 /* The pool is made on first use: most rings never select a buffer. */
 int ring_pool(struct ring *r)
 {
 	int err = 0;
 	spin_lock(&r->pool_lock);
-	if (!r->pool)
-		err = pool_create(&r->pool);
+	if (!r->pool && !(err = pool_create(&r->pool)))
+		pool_set_policy(r->pool, policy_for, NULL);
 	spin_unlock(&r->pool_lock);
 	return err;
+}
+
+void ring_for_each_live(void (*fn)(int fd, struct ring *r, int *first), int fd, int *first)
+{
+	for_each_slot(r) {
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		fn(fd, got, first);
+		ring_put(got);
+	}
 }
 
 unsigned long ring_held_peak(void)
@@ -119,6 +145,7 @@ unsigned long ring_held_peak(void)
 
 static void ring_destroy(struct ring *r)
 {
+	stats_ring_closed(r);
 	note_held_peak(pool_peak_in_use(r->pool));
 	pool_destroy(r->pool);
 	req_table_destroy(&r->reqs);

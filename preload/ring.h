@@ -56,6 +56,7 @@ struct cqe_queue {
 
 struct ring {
 	int prog_fd;		/* the fd number the program got from setup */
+	unsigned serial;	/* the ring's number in this process, for statistics */
 	int priv_fd;		/* bufsel's own reference to the same file, high fd */
 	int mem_fd;		/* memfd holding the shadow rings and SQEs */
 	unsigned setup_flags;
@@ -125,6 +126,8 @@ void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_after_fork(void);
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries);
 int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
+/* Calls fn for every live ring, holding a reference. */
+void ring_for_each_live(void (*fn)(int fd, struct ring *r, int *first), int fd, int *first);
 /* The most buffers any ring had bound to requests at once. */
 unsigned long ring_held_peak(void);
 

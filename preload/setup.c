@@ -133,6 +133,7 @@ long emu_setup(const long a[6])
 		return setup_forward(a);
 	}
 	r->prog_fd = (int)fd;
+	r->serial = (unsigned)atomic_load(&bufsel.n.rings);
 	r->setup_flags = p.flags;
 	r->features = p.features;
 	int err = (r->priv_fd = sys_dupfd_high((int)fd)) < 0 ? r->priv_fd : 0;

@@ -19,6 +19,13 @@ static inline void spin_lock(struct spin *s)
 			sched_yield();
 }
 
+/* 1 if taken.  For signal handlers, which must not wait on a lock the
+ * code they interrupted may hold. */
+static inline int spin_trylock(struct spin *s)
+{
+	return !atomic_exchange_explicit(&s->v, 1, memory_order_acquire);
+}
+
 static inline void spin_unlock(struct spin *s)
 {
 	atomic_store_explicit(&s->v, 0, memory_order_release);

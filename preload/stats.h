@@ -1,0 +1,19 @@
+/*
+ * Statistics out of the host process: the pool statistics of every ring, as
+ * JSON (docs/stats-schema.md) to the file named by the `stats` key, or as a
+ * table on stderr when it is "-".  Written at exit, and on SIGUSR2 when the
+ * program leaves that signal at its default (a program that handles SIGUSR2
+ * keeps it; bufsel then reports at exit only).  Rings closed before the end
+ * are kept as rendered text, so a program that opens and closes rings loses
+ * nothing.
+ */
+#ifndef BUFSEL_PRELOAD_STATS_H
+#define BUFSEL_PRELOAD_STATS_H
+
+struct ring;
+
+void stats_init(void);
+void stats_ring_closed(struct ring *r);	/* before its pool is destroyed */
+void stats_write(void);
+
+#endif
