@@ -58,6 +58,11 @@ $(B)/test/prog/bs_%: test/prog/bs_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
 
+# The pol_ programs (configured policies) use the same helpers.
+$(B)/test/prog/pol_%: test/prog/pol_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
+
 $(B)/test/prog/%: test/prog/%.c test/prog/cqe_print.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
@@ -80,13 +85,21 @@ $(B)/test/integration/emulated: test/integration/emulated.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
 
-INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated
+# Configured policies (cap, max_len, -ENOBUFS injection), statistics and
+# configuration errors, checked against exact expected output.
+$(B)/test/integration/policy: test/integration/policy.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+
+INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated \
+	$(B)/test/integration/policy
 
 test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 	@sh test/run-all.sh $(B)
 
 integration: all $(PROG_BINS) $(INTEGRATION_BINS)
-	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated
+	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated && \
+		BUFSEL_BUILD=$(B) $(B)/test/integration/policy
 
 # The same tests with the library, the programs and the tests built with
 # ASan+UBSan; a sanitizer report makes the reporting process fail its test.

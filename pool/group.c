@@ -74,6 +74,42 @@ static void trim(struct group *g, const struct pool_allocator *a)
 		(void)resize(g, newcap, a);
 }
 
+#define HELD_WORDS (POOL_MAX_BIDS / 64)
+
+static void held_free(struct group *g, const struct pool_allocator *a)
+{
+	pool_free(a, g->held_bits, HELD_WORDS * sizeof(uint64_t));
+	g->held_bits = NULL;
+	g->held = 0;
+}
+
+/* A capped delivery: the program now holds the buffer.  Without memory for
+ * the bitmap the buffer is simply not counted (the cap then binds less). */
+static void held_mark(struct group *g, uint16_t bid, const struct pool_allocator *a)
+{
+	if (!g->held_bits) {
+		g->held_bits = pool_alloc(a, HELD_WORDS * sizeof(uint64_t));
+		if (!g->held_bits)
+			return;
+		memset(g->held_bits, 0, HELD_WORDS * sizeof(uint64_t));
+	}
+	uint64_t bit = 1ULL << (bid % 64);
+	if (!(g->held_bits[bid / 64] & bit)) {
+		g->held_bits[bid / 64] |= bit;
+		g->held++;
+	}
+}
+
+/* Provided again: the program gave the buffer back. */
+static void held_clear(struct group *g, uint16_t bid)
+{
+	uint64_t bit = 1ULL << (bid % 64);
+	if (g->held_bits && (g->held_bits[bid / 64] & bit)) {
+		g->held_bits[bid / 64] &= ~bit;
+		g->held--;
+	}
+}
+
 void group_begin(struct group *g, enum group_kind k)
 {
 	g->kind = (uint8_t)k;
@@ -98,6 +134,7 @@ int group_begin_legacy(struct group *g, const struct pool_allocator *a)
 
 void group_release(struct group *g, const struct pool_allocator *a)
 {
+	held_free(g, a);
 	pool_free(a, g->slots, (size_t)g->cap * sizeof(*g->slots));
 	g->slots = NULL;
 	g->cap = g->head = g->count = 0;
@@ -126,6 +163,8 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 		s->addr = r->addr + (uint64_t)i * r->len;
 		s->len = len;
 		s->bid = (uint16_t)(r->off + i);
+		if (g->held)
+			held_clear(g, s->bid);
 	}
 	g->count += k;
 	g->provided += k;
@@ -167,7 +206,7 @@ int group_select(struct group *g, struct pool_buf *out)
 	/* The kernel's own reason first; the policy only narrows what is left. */
 	if (!g->count)
 		return refuse(g, &g->enobufs_empty);
-	if (g->policy.cap && g->in_use >= g->policy.cap)
+	if (g->policy.cap && (uint64_t)g->in_use + g->held >= g->policy.cap)
 		return refuse(g, &g->enobufs_capped);
 	if (policy_inject(g))
 		return refuse(g, &g->enobufs_injected);
@@ -201,12 +240,14 @@ void group_putback(struct group *g, const struct pool_buf *b)
 	g->returned++;
 }
 
-void group_consume(struct group *g, int64_t used, const struct pool_allocator *a)
+void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a)
 {
 	g->in_use--;
 	if (g->kind != GROUP_LEGACY)
 		return;
 	g->consumed++;
+	if (g->policy.cap)
+		held_mark(g, bid, a);
 	if (used >= 0) {
 		g->used_count++;
 		g->used_bytes += (uint64_t)used;

@@ -54,6 +54,11 @@ struct group {
 	uint64_t waits, wait_ns, used_count, used_bytes;
 	uint64_t used_hist[POOL_HIST_BUCKETS], in_use_hist[POOL_HIST_BUCKETS];
 	struct pool_policy policy;	/* this life's (policy.c); zero: none */
+	/* With a cap: buffers delivered to the program and not yet provided
+	 * again (matched by bid), which the cap counts as handed out, as if
+	 * the program had provided only cap buffers and kept these. */
+	uint32_t held;
+	uint64_t *held_bits;		/* one bit per bid, made with the first capped delivery */
 	uint64_t rng;			/* the injection generator's state */
 };
 
@@ -81,7 +86,7 @@ int group_select(struct group *g, struct pool_buf *out);
 void group_putback(struct group *g, const struct pool_buf *b);
 /* One of in_use was delivered (the caller checked in_use > 0); used is the
  * bytes the program got, or -1 if unknown. */
-void group_consume(struct group *g, int64_t used, const struct pool_allocator *a);
+void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a);
 
 void group_stats(const struct group *g, struct pool_group_stats *out);
 void group_hist(const struct group *g, struct pool_group_hist *out);

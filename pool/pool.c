@@ -214,7 +214,7 @@ static void consume(struct pool *p, const struct pool_buf *b, int64_t used)
 		p->strays++;
 		return;
 	}
-	group_consume(g, used, &p->a);
+	group_consume(g, b->bid, used, &p->a);
 	p->outstanding--;
 	if (g->kind == GROUP_GONE && !g->in_use)
 		entry_free(p, g);

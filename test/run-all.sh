@@ -1,6 +1,6 @@
 #!/bin/sh
 # The single entry for `make test`: every unit test binary, then the
-# native-vs-bufsel integration runner, then the emulation proof.
+# native-vs-bufsel integration runner, the emulation proof and the policy tests.
 # Usage: test/run-all.sh BUILD_DIR
 # Exits non-zero if any binary failed or an integration runner is missing.
 # Extra Criterion options (e.g. --filter 'preload/*', --verbose) can be passed
@@ -34,8 +34,10 @@ for t in "$B"/test/unit/*; do
 done
 
 # compare: native vs bufsel output; emulated: the kernel's trace shows that
-# bufsel, not the kernel, handled the provided buffers.
-for t in compare emulated; do
+# bufsel, not the kernel, handled the provided buffers; policy: what the
+# configured caps, lengths and -ENOBUFS injection, the statistics and
+# configuration errors do to a program's run.
+for t in compare emulated policy; do
 	if [ -x "$B/test/integration/$t" ]; then
 		# shellcheck disable=SC2086
 		run "integration/$t" "$B/test/integration/$t" ${CRITERION_ARGS:-}

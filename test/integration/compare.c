@@ -82,6 +82,10 @@
 	X(bs_groups, 15, true, false)          \
 	X(bs_idle, 30, true, true)             \
 	X(bs_echo, 30, true, true)             \
+	X(pol_cap, 10, true, true)             \
+	X(pol_maxlen, 10, true, true)          \
+	X(pol_inject, 10, true, true)          \
+	X(pol_stats, 10, true, true)           \
 	X(no_uring, 10, false, true)
 
 struct prog {

@@ -84,7 +84,10 @@ static struct pool_group_stats stats(uint16_t bgid)
 
 /* Cap */
 
-Test(policy, cap_two_third_selection_fails_until_a_putback_or_consume)
+/* The cap is the group's effective size: a buffer counts against it from
+ * its selection until it is put back or the program provides it again, so
+ * a delivered buffer the program keeps still counts. */
+Test(policy, cap_two_third_selection_fails_until_a_putback_or_a_reprovide)
 {
 	struct fixed f = { .pol = { .cap = 2 } };
 	set_policy(&f);
@@ -106,10 +109,12 @@ Test(policy, cap_two_third_selection_fails_until_a_putback_or_consume)
 	cr_assert_eq(c.bid, b.bid, "the put-back buffer is the head again");
 	cr_assert_eq(sel(1, &b), -ENOBUFS);
 	pool_consume(P, &a);
+	cr_assert_eq(sel(1, &b), -ENOBUFS, "a delivered buffer the program keeps still counts");
+	provide(1, a.addr, 64, 1, a.bid);
 	a = take(1);
 	cr_assert_eq(a.bid, 2);
 	cr_assert_eq(sel(1, &b), -ENOBUFS);
-	cr_assert_eq(stats(1).enobufs_capped, 4);
+	cr_assert_eq(stats(1).enobufs_capped, 5);
 	cr_assert_eq(stats(1).peak_in_use, 2);
 	pool_consume(P, &a);
 	pool_consume(P, &c);
@@ -158,6 +163,8 @@ Test(policy, buffers_out_from_an_earlier_life_count_against_the_cap)
 	cr_assert_eq(sel(1, &b), -ENOBUFS);
 	cr_assert_eq(stats(1).enobufs_capped, 1);
 	pool_consume(P, &old);
+	cr_assert_eq(sel(1, &b), -ENOBUFS, "delivered and kept by the program: still counts");
+	provide(1, 0x9000, 8, 1, old.bid);
 	b = take(1);
 	cr_assert_eq(b.addr, 0x8000);
 	pool_consume(P, &b);

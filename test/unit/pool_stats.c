@@ -86,8 +86,9 @@ static int script_policy(uint16_t bgid, struct pool_policy *out, void *arg)
 /*
  * The pool every exact comparison below is about:
  *   group 3: 4 buffers of 256; a, b taken (in use 1, 2), a third capped; b
- *     put back and taken again (2); a delivered with 0 bytes, b with 100;
- *     c taken (1) and delivered without a count; one removed; one more
+ *     put back and taken again (2); a delivered with 0 bytes, b with 100
+ *     (both kept by the program: still under the cap); a provided again;
+ *     c taken (1) and delivered without a count; two removed; one more
  *     selection finds it empty; two waits, 1500 and 500 ns;
  *   group 10: one buffer, two selections, both injected;
  *   id 5: a ring, not in the statistics;
@@ -104,9 +105,10 @@ static void script(void)
 	b = take(3);
 	pool_consume_bytes(P, &a, 0);
 	pool_consume_bytes(P, &b, 100);
+	provide(3, a.addr, 256, 1, a.bid);
 	c = take(3);
 	pool_consume(P, &c);
-	cr_assert_eq(pool_remove(P, &(struct pool_remove){ .nbufs = 1, .bgid = 3 }), 1);
+	cr_assert_eq(pool_remove(P, &(struct pool_remove){ .nbufs = 2, .bgid = 3 }), 2);
 	cr_assert_eq(sel(3, &c), -ENOBUFS);
 	pool_note_wait(P, 3, 1500);
 	pool_note_wait(P, 3, 500);
@@ -126,8 +128,8 @@ Test(stats, every_counter_after_a_scripted_sequence)
 {
 	script();
 	struct pool_group_stats s = stats(3);
-	cr_assert_eq(s.provided, 4);
-	cr_assert_eq(s.removed, 1);
+	cr_assert_eq(s.provided, 5);
+	cr_assert_eq(s.removed, 2);
 	cr_assert_eq(s.selected, 4);
 	cr_assert_eq(s.returned, 1);
 	cr_assert_eq(s.consumed, 3);
@@ -484,7 +486,7 @@ static const char want_json[] =
 	"{\"ring\":4,\"peak_in_use\":2,\"strays\":1,\"groups\":[\n"
 	"{\"bgid\":3,\"policy\":{\"cap\":2,\"max_len\":100,\"enobufs_rate\":0,\"seed\":\"0\"},"
 	"\"available\":0,\"in_use\":0,\"peak_in_use\":2,"
-	"\"provided\":4,\"removed\":1,\"selected\":4,\"returned\":1,\"consumed\":3,"
+	"\"provided\":5,\"removed\":2,\"selected\":4,\"returned\":1,\"consumed\":3,"
 	"\"enobufs\":{\"total\":2,\"empty\":1,\"capped\":1,\"injected\":0},"
 	"\"wait\":{\"count\":2,\"ns\":2000},"
 	"\"bytes_used\":{\"count\":2,\"sum\":100,\"hist\":[1,0,0,0,0,0,0,1," Z16 "," Z8 ",0]},"
@@ -686,7 +688,7 @@ Test(json, the_largest_group_fits_a_piece)
 
 static const char want_table[] =
 	" bgid   provided  peak in use   selected  -ENOBUFS e/c/i    bytes p50    bytes p99\n"
-	"    3          4            2          4           1/1/0            0       64-127\n"
+	"    3          5            2          4           1/1/0            0       64-127\n"
 	"   10          1            0          0           0/0/2            -            -\n";
 
 Test(table, exact_for_a_small_scripted_pool)
