@@ -122,6 +122,9 @@ void group_begin(struct group *g, enum group_kind k)
 	g->policy = (struct pool_policy){ 0 };
 	g->rng = 0;
 	g->peak_in_use = g->in_use;
+	g->peak_out = g->in_use + g->held;
+	g->peak_size = g->count + g->in_use + g->held;
+	g->buf_len = 0;
 }
 
 int group_begin_legacy(struct group *g, const struct pool_allocator *a)
@@ -167,6 +170,10 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 			held_clear(g, s->bid);
 	}
 	g->count += k;
+	if (len > g->buf_len)
+		g->buf_len = len;
+	if ((uint64_t)g->count + g->in_use + g->held > g->peak_size)
+		g->peak_size = g->count + g->in_use + g->held;
 	g->provided += k;
 	return 0;
 }
@@ -220,6 +227,8 @@ int group_select(struct group *g, struct pool_buf *out)
 	g->selected++;
 	if (++g->in_use > g->peak_in_use)
 		g->peak_in_use = g->in_use;
+	if (g->in_use + g->held > g->peak_out)
+		g->peak_out = g->in_use + g->held;
 	g->in_use_hist[pool_hist_bucket(g->in_use)]++;
 	return 0;
 }
@@ -246,7 +255,7 @@ void group_consume(struct group *g, uint16_t bid, int64_t used, const struct poo
 	if (g->kind != GROUP_LEGACY)
 		return;
 	g->consumed++;
-	if (g->policy.cap)
+	if (g->policy.cap || g->policy.track_held)
 		held_mark(g, bid, a);
 	if (used >= 0) {
 		g->used_count++;
@@ -267,6 +276,9 @@ void group_stats(const struct group *g, struct pool_group_stats *out)
 		.waits = g->waits, .wait_ns = g->wait_ns,
 		.used_count = g->used_count, .used_bytes = g->used_bytes,
 		.policy = g->policy,
+		.held = g->held, .peak_out = g->peak_out,
+		.size = g->count + g->in_use + g->held, .peak_size = g->peak_size,
+		.buf_len = g->buf_len,
 	};
 }
 

@@ -58,7 +58,10 @@ struct group {
 	 * again (matched by bid), which the cap counts as handed out, as if
 	 * the program had provided only cap buffers and kept these. */
 	uint32_t held;
-	uint64_t *held_bits;		/* one bit per bid, made with the first capped delivery */
+	uint64_t *held_bits;		/* one bit per bid, made with the first counted delivery */
+	uint32_t peak_out;		/* most in_use + held at once */
+	uint32_t peak_size;		/* most count + in_use + held at once */
+	uint32_t buf_len;		/* largest buffer length provided (clamped) */
 	uint64_t rng;			/* the injection generator's state */
 };
 

@@ -67,7 +67,8 @@ int policy_check(const struct group *g)
 	if (!(pol->enobufs_rate >= 0 && pol->enobufs_rate <= 1))
 		return -EUCLEAN;
 	if (g->kind != GROUP_LEGACY &&
-	    (pol->cap || pol->max_len || pol->enobufs_rate != 0 || pol->seed || g->rng))
+	    (pol->cap || pol->max_len || pol->enobufs_rate != 0 || pol->seed || pol->track_held ||
+	     g->rng))
 		return -EUCLEAN;
 	return 0;
 }

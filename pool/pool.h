@@ -93,6 +93,10 @@ struct pool_policy {
 	/* With the bgid, seeds the group's generator: the same seed and the same
 	 * sequence of selections give the same failures. */
 	uint64_t seed;
+	/* Count the buffers the program holds (delivered, not yet provided
+	 * again) even without a cap: what the statistics' held, peak_out and
+	 * size need.  Costs a bitmap of 8 KiB per group that delivers. */
+	uint8_t track_held;
 };
 
 struct pool_group_stats {
@@ -114,6 +118,11 @@ struct pool_group_stats {
 	/* pool_consume_bytes: deliveries with a byte count, and the bytes. */
 	uint64_t used_count, used_bytes;
 	struct pool_policy policy;	/* as the group got it, rate normalised */
+	/* With a cap or policy.track_held (else held is 0): buffers delivered
+	 * and not provided again; the most out of the group at once (in use +
+	 * held); the buffers the group has (available + in use + held) now and
+	 * at most; the largest buffer length provided. */
+	uint32_t held, peak_out, size, peak_size, buf_len;
 };
 
 /*

@@ -151,6 +151,11 @@ static void json_group(struct sink *s, const struct group *g)
 	put_kv(s, "available", g->count, 0);
 	put_kv(s, "in_use", g->in_use, 0);
 	put_kv(s, "peak_in_use", g->peak_in_use, 0);
+	put_kv(s, "held", g->held, 0);
+	put_kv(s, "peak_out", g->peak_out, 0);
+	put_kv(s, "size", (uint64_t)g->count + g->in_use + g->held, 0);
+	put_kv(s, "peak_size", g->peak_size, 0);
+	put_kv(s, "buf_len", g->buf_len, 0);
 	put_kv(s, "provided", g->provided, 0);
 	put_kv(s, "removed", g->removed, 0);
 	put_kv(s, "selected", g->selected, 0);

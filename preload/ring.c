@@ -103,6 +103,7 @@ static int policy_for(uint16_t bgid, struct pool_policy *out, void *arg)
 		.max_len = g->max_len,
 		.enobufs_rate = (double)g->enobufs_ppb / CONF_RATE_ONE,
 		.seed = g->seed,
+		.track_held = bufsel.conf.stats[0] != '\0',
 	};
 	return 0;
 }

@@ -931,27 +931,33 @@ struct want_group {
  *   bytes; the READ meanwhile was refused, "capped"; 1 buffer left.
  * group 3 (rate 1, seed 7): the READ was refused, "injected"; nothing
  *   selected, the buffer still there.
+ * With statistics on, buffers the program keeps are counted: group 1 keeps
+ * the three READs' buffers (held 3; out at once peaked at 4 when the RECV
+ * took the last one), group 2 the delivered one (held 1).
  * wait is left out: whether a receive that finds its socket readable counts
  * as a wait, and for how many nanoseconds, is not fixed by the script.
  */
 static const struct want_group stats_groups[] = {
 	{ 1, "0", "1",
 	  { { "policy.cap", 0 }, { "policy.max_len", 0 }, { "available", 0 }, { "in_use", 0 },
-	    { "peak_in_use", 1 }, { "provided", 4 }, { "removed", 1 }, { "selected", 4 }, { "returned", 1 },
+	    { "peak_in_use", 1 }, { "held", 3 }, { "peak_out", 4 }, { "size", 3 }, { "peak_size", 4 },
+	    { "buf_len", 16 }, { "provided", 4 }, { "removed", 1 }, { "selected", 4 }, { "returned", 1 },
 	    { "consumed", 3 }, { "enobufs.total", 1 }, { "enobufs.empty", 1 }, { "enobufs.capped", 0 },
 	    { "enobufs.injected", 0 }, { "bytes_used.count", 3 }, { "bytes_used.sum", 15 } },
 	  { [2] = 1, [3] = 2 }, /* 3 is in 2-3, 5 and 7 in 4-7 */
 	  { [1] = 4 } },
 	{ 2, "0", "1",
 	  { { "policy.cap", 1 }, { "policy.max_len", 0 }, { "available", 1 }, { "in_use", 0 },
-	    { "peak_in_use", 1 }, { "provided", 2 }, { "removed", 0 }, { "selected", 1 }, { "returned", 0 },
+	    { "peak_in_use", 1 }, { "held", 1 }, { "peak_out", 1 }, { "size", 2 }, { "peak_size", 2 },
+	    { "buf_len", 16 }, { "provided", 2 }, { "removed", 0 }, { "selected", 1 }, { "returned", 0 },
 	    { "consumed", 1 }, { "enobufs.total", 1 }, { "enobufs.empty", 0 }, { "enobufs.capped", 1 },
 	    { "enobufs.injected", 0 }, { "bytes_used.count", 1 }, { "bytes_used.sum", 2 } },
 	  { [2] = 1 },
 	  { [1] = 1 } },
 	{ 3, "1", "7",
 	  { { "policy.cap", 0 }, { "policy.max_len", 0 }, { "available", 1 }, { "in_use", 0 },
-	    { "peak_in_use", 0 }, { "provided", 1 }, { "removed", 0 }, { "selected", 0 }, { "returned", 0 },
+	    { "peak_in_use", 0 }, { "held", 0 }, { "peak_out", 0 }, { "size", 1 }, { "peak_size", 1 },
+	    { "buf_len", 16 }, { "provided", 1 }, { "removed", 0 }, { "selected", 0 }, { "returned", 0 },
 	    { "consumed", 0 }, { "enobufs.total", 1 }, { "enobufs.empty", 0 }, { "enobufs.capped", 0 },
 	    { "enobufs.injected", 1 }, { "bytes_used.count", 0 }, { "bytes_used.sum", 0 } },
 	  { 0 },
@@ -960,6 +966,7 @@ static const struct want_group stats_groups[] = {
 
 /* The members of a group object, in the order the schema fixes. */
 static const char *const group_keys[] = { "bgid",	 "policy",   "available", "in_use",	  "peak_in_use",
+					  "held",	 "peak_out", "size",	  "peak_size",	  "buf_len",
 					  "provided",	 "removed",  "selected",  "returned",	  "consumed",
 					  "enobufs",	 "wait",     "bytes_used", "in_use_hist" };
 
