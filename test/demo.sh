@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 B=build
 CC=${CC:-cc}
-PKGS="build-essential liburing-dev libcriterion-dev libunwind-dev"
+PKGS="build-essential liburing-dev libcriterion-dev libunwind-dev gnuplot-nox"
 
 missing=""
 for p in $PKGS; do
