@@ -70,6 +70,8 @@ $(B)/test/prog/%: test/prog/%.c test/prog/cqe_print.h
 # Launcher objects a unit test needs besides pool/ and conf/; launcher/main.c stays out.
 UNIT_LAUNCH_launcher_elf := $(B)/obj-launcher/launcher/elf.o
 $(B)/test/unit/launcher_elf: $(UNIT_LAUNCH_launcher_elf)
+UNIT_LAUNCH_launcher_report := $(B)/obj-launcher/launcher/report.o $(B)/obj-launcher/launcher/json.o
+$(B)/test/unit/launcher_report: $(UNIT_LAUNCH_launcher_report)
 
 $(B)/test/unit/%: test/unit/%.c $(UNIT_LIBOBJS)
 	@mkdir -p $(dir $@)
@@ -91,15 +93,21 @@ $(B)/test/integration/policy: test/integration/policy.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
 
+# bufsel report on a statistics file bufsel wrote: the recommendation, the
+# plot (gnuplot), and one line for a bad file.
+$(B)/test/integration/report: test/integration/report.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+
 INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated \
-	$(B)/test/integration/policy
+	$(B)/test/integration/policy $(B)/test/integration/report
 
 test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 	@sh test/run-all.sh $(B)
 
 integration: all $(PROG_BINS) $(INTEGRATION_BINS)
 	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated && \
-		BUFSEL_BUILD=$(B) $(B)/test/integration/policy
+		BUFSEL_BUILD=$(B) $(B)/test/integration/policy && BUFSEL_BUILD=$(B) $(B)/test/integration/report
 
 # The same tests with the library, the programs and the tests built with
 # ASan+UBSan; a sanitizer report makes the reporting process fail its test.

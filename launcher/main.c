@@ -11,6 +11,7 @@
  * --check-conf loads the configuration as the library will and stops there.
  */
 #include "launcher/launcher.h"
+#include "launcher/report.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -51,6 +52,7 @@ static void help(void)
 
 	printf("Usage: bufsel [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	       "       bufsel [OPTIONS] --check-conf [FILE]\n"
+	       "       bufsel report [--margin PCT] [--percentile P] [--plot OUT.svg|OUT.png] STATS.json\n"
 	       "\n"
 	       "Runs PROGRAM with %s preloaded: bufsel intercepts the program's\n"
 	       "io_uring rings and gives it a shadow ring; the program is not modified.\n"
@@ -78,6 +80,10 @@ static void help(void)
 	       "  %-30s print the version and exit\n",
 	       "--set KEY=VALUE", "", "--conf FILE", "--check-conf [FILE]", "", "", "--lib PATH", "-h, --help",
 	       "--version");
+	printf("\n"
+	       "bufsel report reads the file BUFSEL_STATS names and recommends how many\n"
+	       "buffers of what length each group needs (bufsel report --help). A program\n"
+	       "called report runs as 'bufsel -- report'.\n");
 
 	conf_describe(buf, sizeof(buf));
 	printf("\n"
@@ -259,6 +265,10 @@ int main(int argc, char **argv)
 	char lib[PATH_MAX], path[PATH_MAX], err[16384];
 	static struct bufsel_conf conf;
 	int check = 0;
+
+	/* A subcommand only as the first word: after an option or '--' it is a PROGRAM. */
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 
 	int first = parse_options(argc, argv, &opt_lib, &check, &check_file);
 	if (check) {

@@ -36,8 +36,9 @@ done
 # compare: native vs bufsel output; emulated: the kernel's trace shows that
 # bufsel, not the kernel, handled the provided buffers; policy: what the
 # configured caps, lengths and -ENOBUFS injection, the statistics and
-# configuration errors do to a program's run.
-for t in compare emulated policy; do
+# configuration errors do to a program's run; report: bufsel report on the
+# statistics of such a run.
+for t in compare emulated policy report; do
 	if [ -x "$B/test/integration/$t" ]; then
 		# shellcheck disable=SC2086
 		run "integration/$t" "$B/test/integration/$t" ${CRITERION_ARGS:-}
