@@ -29,6 +29,7 @@ extern char **environ;
 static void after_fork_child(void)
 {
 	ring_after_fork();
+	stats_after_fork();
 	atomic_store(&bufsel.sigsys_lock, 0);
 }
 

@@ -57,6 +57,7 @@ struct cqe_queue {
 struct ring {
 	int prog_fd;		/* the fd number the program got from setup */
 	unsigned serial;	/* the ring's number in this process, for statistics */
+	unsigned fork_gen;	/* forks before its setup: a child reports only its own */
 	int priv_fd;		/* bufsel's own reference to the same file, high fd */
 	int mem_fd;		/* memfd holding the shadow rings and SQEs */
 	unsigned setup_flags;

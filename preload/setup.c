@@ -17,6 +17,7 @@
 #include "preload/uring_abi.h"
 #include "preload/log.h"
 #include "preload/mover.h"
+#include "preload/stats.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
 #include "preload/sys.h"
@@ -134,6 +135,7 @@ long emu_setup(const long a[6])
 	}
 	r->prog_fd = (int)fd;
 	r->serial = (unsigned)atomic_load(&bufsel.n.rings);
+	r->fork_gen = stats_fork_gen();
 	r->setup_flags = p.flags;
 	r->features = p.features;
 	int err = (r->priv_fd = sys_dupfd_high((int)fd)) < 0 ? r->priv_fd : 0;

@@ -39,6 +39,28 @@ static int take(struct spin *l)
 	return spin_trylock(l);
 }
 
+/* Rings made since the last fork (the ones this process reports); a forked
+ * child's inherited pools are copies of its parent's, which reports them. */
+static unsigned fork_gen;
+
+void stats_after_fork(void)
+{
+	fork_gen++;
+	closed.head = NULL;	/* the parent's, copied: it reports them */
+	closed.tail = &closed.head;
+	spin_unlock(&closed.lock);
+}
+
+unsigned stats_fork_gen(void)
+{
+	return fork_gen;
+}
+
+static int ours(const struct ring *r)
+{
+	return r->pool && r->fork_gen == fork_gen;
+}
+
 static int stats_wanted(void)
 {
 	return bufsel.conf.stats[0] != '\0';
@@ -51,7 +73,7 @@ static int to_stderr(void)
 
 void stats_ring_closed(struct ring *r)
 {
-	if (!stats_wanted() || !r->pool)
+	if (!stats_wanted() || !ours(r))
 		return;
 	/* What the ring would print: measure, then render into one block. */
 	size_t n = to_stderr() ? pool_stats_table(r->pool, NULL, 0)
@@ -103,7 +125,7 @@ static void put_live(int fd, struct ring *r, int *first)
 	char buf[POOL_STATS_PIECE_MAX];
 	struct pool_stats_cursor cur = { 0 };
 	ssize_t n;
-	if (!r->pool)
+	if (!ours(r))
 		return;
 	if (!take(&r->pool_lock))
 		return;
@@ -116,14 +138,41 @@ static void put_live(int fd, struct ring *r, int *first)
 	spin_unlock(&r->pool_lock);
 }
 
+static void has_pool(int fd, struct ring *r, int *any)
+{
+	(void)fd;
+	*any |= ours(r);
+}
+
+/* "%p" in the path becomes the process id, so processes can keep apart. */
+static void expand_path(char *out, size_t len)
+{
+	size_t o = 0;
+	for (const char *p = bufsel.conf.stats; *p && o + 1 < len; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			int n = snprintf(out + o, len - o, "%ld", sys_call3(SYS_getpid, 0, 0, 0));
+			o += n > 0 ? (size_t)n : 0;
+			p++;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o < len ? o : len - 1] = '\0';
+}
+
 static void write_all(void)
 {
-	int fd = 2;
+	int fd = 2, any = closed.head != NULL;
+	char path[CONF_PATH_MAX + 32];
+	ring_for_each_live(has_pool, 0, &any);
+	if (!any)
+		return;		/* no buffer group in this process: nothing to say */
 	if (!to_stderr()) {
-		fd = (int)sys_call6(SYS_openat, AT_FDCWD, (long)bufsel.conf.stats,
+		expand_path(path, sizeof(path));
+		fd = (int)sys_call6(SYS_openat, AT_FDCWD, (long)path,
 				    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
 		if (fd < 0) {
-			log_warn("stats: cannot open %s: %s", bufsel.conf.stats, strerror(-fd));
+			log_warn("stats: cannot open %s: %s", path, strerror(-fd));
 			return;
 		}
 	}

@@ -5,7 +5,9 @@
  * program leaves that signal at its default (a program that handles SIGUSR2
  * keeps it; bufsel then reports at exit only).  Rings closed before the end
  * are kept as rendered text, so a program that opens and closes rings loses
- * nothing.
+ * nothing.  A process that never made a buffer group writes nothing, a
+ * forked child reports only the rings it made itself (its parent reports
+ * the rest), and "%p" in the path is replaced by the process id.
  */
 #ifndef BUFSEL_PRELOAD_STATS_H
 #define BUFSEL_PRELOAD_STATS_H
@@ -15,5 +17,7 @@ struct ring;
 void stats_init(void);
 void stats_ring_closed(struct ring *r);	/* before its pool is destroyed */
 void stats_write(void);
+void stats_after_fork(void);	/* in the child: its pools are its parent's copies */
+unsigned stats_fork_gen(void);	/* stamped on a ring at setup */
 
 #endif
