@@ -78,26 +78,26 @@ $(B)/test/unit/%: test/unit/%.c $(UNIT_LIBOBJS)
 	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIBOBJS) $(UNIT_LAUNCH_$*) -lcriterion -lpthread
 
 # The native-vs-bufsel runner: runs every program in its table three ways.
-$(B)/test/integration/compare: test/integration/compare.c
+$(B)/test/integration/compare: test/integration/compare.c test/integration/harness.c test/integration/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
 # The kernel's io_uring tracepoints show that bufsel kept provided buffers from it.
-$(B)/test/integration/emulated: test/integration/emulated.c
+$(B)/test/integration/emulated: test/integration/emulated.c test/integration/harness.c test/integration/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
 # Configured policies (cap, max_len, -ENOBUFS injection), statistics and
 # configuration errors, checked against exact expected output.
-$(B)/test/integration/policy: test/integration/policy.c
+$(B)/test/integration/policy: test/integration/policy.c test/integration/harness.c test/integration/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
 # bufsel report on a statistics file bufsel wrote: the recommendation, the
 # plot (gnuplot), and one line for a bad file.
-$(B)/test/integration/report: test/integration/report.c
+$(B)/test/integration/report: test/integration/report.c test/integration/harness.c test/integration/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< -lcriterion -lpthread
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
 INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated \
 	$(B)/test/integration/policy $(B)/test/integration/report

@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/integration/harness.h"
+
 #define BUFFER_SELECT_BIT 0x20ULL /* IOSQE_BUFFER_SELECT; REQ_F_BUFFER_SELECT shares the bit */
 #define RUN_TIMEOUT 60            /* seconds for one program run */
 
@@ -86,31 +88,6 @@ static const char *build_dir(void)
 	return dir;
 }
 
-/* Under ASan the sanitizer runtime must come first in LD_PRELOAD (see compare.c). */
-#ifdef __SANITIZE_ADDRESS__
-static int find_asan(struct dl_phdr_info *info, size_t size, void *path)
-{
-	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "/libasan.so")) {
-		snprintf(path, PATH_MAX, "%s", info->dlpi_name);
-		return 1;
-	}
-	return 0;
-}
-#endif
-
-static const char *sanitizer_runtime(void)
-{
-#ifdef __SANITIZE_ADDRESS__
-	static char path[PATH_MAX];
-	if (!path[0])
-		dl_iterate_phdr(find_asan, path);
-	cr_assert(path[0], "built with ASan, but libasan.so is not among the runner's libraries");
-	return path;
-#else
-	return NULL;
-#endif
-}
 
 /* ---- tracefs -------------------------------------------------------------- */
 
@@ -241,9 +218,9 @@ static char **make_env(const char *preload)
 	if (preload) {
 		env[k++] = (char *)preload;
 		env[k++] = "BUFSEL_LOG=info";
-	} else if (sanitizer_runtime()) {
+	} else if (harness_asan_runtime()) {
 		static char asan[PATH_MAX + 16];
-		snprintf(asan, sizeof(asan), "LD_PRELOAD=%s", sanitizer_runtime());
+		snprintf(asan, sizeof(asan), "LD_PRELOAD=%s", harness_asan_runtime());
 		env[k++] = asan;
 	}
 	return env;
@@ -400,7 +377,7 @@ static void check(const char *prog, bool bufsel)
 	if (bufsel)
 		cr_assert(access(lib, R_OK) == 0, "%s: %s", lib, strerror(errno));
 	static char preload[2 * PATH_MAX + 16];
-	const char *asan = sanitizer_runtime();
+	const char *asan = harness_asan_runtime();
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "", lib);
 	char **env = make_env(bufsel ? preload : NULL);
 

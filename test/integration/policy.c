@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/integration/harness.h"
+
 #define RUN_TIMEOUT 10 /* seconds for one run; the programs take well under one */
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -91,43 +93,11 @@ static const char *prog_path(const char *name)
 	return built(2, rel);
 }
 
-/* Under ASan the sanitizer runtime must come first in LD_PRELOAD (see compare.c). */
-#ifdef __SANITIZE_ADDRESS__
-static int find_asan(struct dl_phdr_info *info, size_t size, void *path)
-{
-	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "/libasan.so")) {
-		snprintf(path, PATH_MAX, "%s", info->dlpi_name);
-		return 1;
-	}
-	return 0;
-}
-#endif
-
-static const char *sanitizer_runtime(void)
-{
-#ifdef __SANITIZE_ADDRESS__
-	static char path[PATH_MAX];
-	if (!path[0])
-		dl_iterate_phdr(find_asan, path);
-	cr_assert(path[0], "built with ASan, but libasan.so is not among the runner's libraries");
-	return path;
-#else
-	return NULL;
-#endif
-}
 
 /* ---- running a program ---------------------------------------------------- */
 
 enum how { NATIVE, PRELOAD, LAUNCHER };
 
-struct run {
-	pid_t pid;
-	int status;
-	bool timed_out;
-	char *out, *err;
-	size_t out_len, err_len;
-};
 
 /* Runs live in static storage: a failed assertion leaks nothing under ASan. */
 static struct run run_a, run_b;
@@ -158,7 +128,7 @@ static char **make_env(enum how how, bool log_info, const char *const *vars)
 		conf_given |= !strncmp(*v, "BUFSEL_CONF=", 12);
 	if (!conf_given)
 		env[k++] = "BUFSEL_CONF=";
-	const char *asan = sanitizer_runtime();
+	const char *asan = harness_asan_runtime();
 	if (how == PRELOAD) {
 		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "",
 			 lib_path());
@@ -176,22 +146,6 @@ static char **make_env(enum how how, bool log_info, const char *const *vars)
 	return env;
 }
 
-static void append(char **buf, size_t *len, const char *data, size_t n)
-{
-	*buf = realloc(*buf, *len + n + 1);
-	cr_assert(*buf != NULL);
-	memcpy(*buf + *len, data, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * Runs exe (through the launcher for LAUNCHER), stdin from /dev/null, stdout
  * and stderr collected. Descriptors above 2 are closed in the child, so that
@@ -199,11 +153,6 @@ static double now_s(void)
  */
 static void run_exe(struct run *r, enum how how, bool log_info, const char *exe, const char *const *vars)
 {
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof(*r));
-	r->out = strdup("");
-	r->err = strdup("");
 	char *argv[4] = { (char *)exe, NULL, NULL, NULL };
 	if (how == LAUNCHER) {
 		argv[0] = (char *)launcher_path();
@@ -211,59 +160,7 @@ static void run_exe(struct run *r, enum how how, bool log_info, const char *exe,
 		argv[2] = (char *)exe;
 	}
 	char **env = make_env(how, log_info, vars);
-	int out[2], err[2];
-	cr_assert(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, "pipe2: %s", strerror(errno));
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		setpgid(0, 0);
-		int null = open("/dev/null", O_RDONLY);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
-			_exit(126);
-		close_range(3, ~0U, 0);
-		execve(argv[0], argv, env);
-		dprintf(2, "policy: execve %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	r->pid = pid;
-	setpgid(pid, pid);
-	close(out[1]);
-	close(err[1]);
-
-	struct pollfd pfd[2] = { { .fd = out[0], .events = POLLIN }, { .fd = err[0], .events = POLLIN } };
-	char **bufs[2] = { &r->out, &r->err };
-	size_t *lens[2] = { &r->out_len, &r->err_len };
-	double deadline = now_s() + RUN_TIMEOUT;
-	int open_pipes = 2;
-	while (open_pipes > 0) {
-		if (now_s() > deadline) {
-			r->timed_out = true;
-			break;
-		}
-		int ret = poll(pfd, 2, 50);
-		if (ret < 0 && errno != EINTR)
-			cr_assert_fail("poll: %s", strerror(errno));
-		for (int i = 0; i < 2 && ret > 0; i++) {
-			if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char chunk[65536];
-			ssize_t n = read(pfd[i].fd, chunk, sizeof(chunk));
-			if (n > 0) {
-				append(bufs[i], lens[i], chunk, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(pfd[i].fd);
-				pfd[i].fd = -1;
-				open_pipes--;
-			}
-		}
-	}
-	/* The programs start no children; a timeout ends the whole group. */
-	if (r->timed_out)
-		kill(-pid, SIGKILL);
-	waitpid(pid, &r->status, 0);
-	for (int i = 0; i < 2; i++)
-		if (pfd[i].fd >= 0)
-			close(pfd[i].fd);
+	harness_run(r, argv, env, RUN_TIMEOUT);
 }
 
 /* A pol_ program, under the library with BUFSEL_LOG=info unless NATIVE. */

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/integration/harness.h"
+
 #define RUN_TIMEOUT 20 /* seconds for one run; each takes well under one */
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -71,60 +73,12 @@ static const char *launcher_path(void)
 	return built(0, "bufsel");
 }
 
-/* Under ASan the sanitizer runtime must come first in LD_PRELOAD (see compare.c). */
-#ifdef __SANITIZE_ADDRESS__
-static int find_asan(struct dl_phdr_info *info, size_t size, void *path)
-{
-	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "/libasan.so")) {
-		snprintf(path, PATH_MAX, "%s", info->dlpi_name);
-		return 1;
-	}
-	return 0;
-}
-#endif
-
-static const char *sanitizer_runtime(void)
-{
-#ifdef __SANITIZE_ADDRESS__
-	static char path[PATH_MAX];
-	if (!path[0])
-		dl_iterate_phdr(find_asan, path);
-	cr_assert(path[0], "built with ASan, but libasan.so is not among the runner's libraries");
-	return path;
-#else
-	return NULL;
-#endif
-}
 
 /* ---- running ---------------------------------------------------------------- */
 
-struct run {
-	pid_t pid;
-	int status;
-	bool timed_out;
-	char *out, *err;
-	size_t out_len, err_len;
-};
 
 /* Static storage: a failed assertion leaks nothing under ASan. */
 static struct run run_a;
-
-static void append(char **buf, size_t *len, const char *data, size_t n)
-{
-	*buf = realloc(*buf, *len + n + 1);
-	cr_assert(*buf != NULL);
-	memcpy(*buf + *len, data, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /*
  * Runs argv with the caller's environment less LD_PRELOAD and BUFSEL_*, plus
@@ -147,7 +101,7 @@ static void run(struct run *r, bool preload, char *const *argv)
 		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
 			env[k++] = *e;
 	env[k++] = "BUFSEL_CONF=";
-	const char *asan = sanitizer_runtime();
+	const char *asan = harness_asan_runtime();
 	if (preload) {
 		env[k++] = "BUFSEL_LOG=info";
 		if (asan) {
@@ -156,64 +110,7 @@ static void run(struct run *r, bool preload, char *const *argv)
 		}
 	}
 	env[k] = NULL;
-
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof(*r));
-	r->out = strdup("");
-	r->err = strdup("");
-	int out[2], err[2];
-	cr_assert(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, "pipe2: %s", strerror(errno));
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		setpgid(0, 0);
-		int null = open("/dev/null", O_RDONLY);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
-			_exit(126);
-		close_range(3, ~0U, 0);
-		execve(argv[0], argv, env);
-		dprintf(2, "report: execve %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	r->pid = pid;
-	setpgid(pid, pid);
-	close(out[1]);
-	close(err[1]);
-
-	struct pollfd pfd[2] = { { .fd = out[0], .events = POLLIN }, { .fd = err[0], .events = POLLIN } };
-	char **bufs[2] = { &r->out, &r->err };
-	size_t *lens[2] = { &r->out_len, &r->err_len };
-	double deadline = now_s() + RUN_TIMEOUT;
-	int open_pipes = 2;
-	while (open_pipes > 0) {
-		if (now_s() > deadline) {
-			r->timed_out = true;
-			break;
-		}
-		int ret = poll(pfd, 2, 50);
-		if (ret < 0 && errno != EINTR)
-			cr_assert_fail("poll: %s", strerror(errno));
-		for (int i = 0; i < 2 && ret > 0; i++) {
-			if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char chunk[65536];
-			ssize_t got = read(pfd[i].fd, chunk, sizeof(chunk));
-			if (got > 0) {
-				append(bufs[i], lens[i], chunk, (size_t)got);
-			} else if (got == 0 || errno != EINTR) {
-				close(pfd[i].fd);
-				pfd[i].fd = -1;
-				open_pipes--;
-			}
-		}
-	}
-	if (r->timed_out)
-		kill(-pid, SIGKILL);
-	waitpid(pid, &r->status, 0);
-	for (int i = 0; i < 2; i++)
-		if (pfd[i].fd >= 0)
-			close(pfd[i].fd);
+	harness_run(r, argv, env, RUN_TIMEOUT);
 }
 
 static void expect_exit(const struct run *r, int code, const char *what)
