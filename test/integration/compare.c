@@ -105,23 +105,10 @@ static const char *const mode_name[] = { "native", "preload", "launcher", "passt
 
 /* ---- paths ---------------------------------------------------------------- */
 
-static const char *build_dir(void)
-{
-	static char dir[PATH_MAX];
-	if (!dir[0]) {
-		const char *b = getenv("BUFSEL_BUILD");
-		if (!b || !*b)
-			b = "build";
-		if (!realpath(b, dir))
-			cr_assert_fail("build directory \"%s\": %s (set BUFSEL_BUILD)", b, strerror(errno));
-	}
-	return dir;
-}
-
 static void build_path(char *dst, size_t len, const char *rel)
 {
-	if ((size_t)snprintf(dst, len, "%s/%s", build_dir(), rel) >= len)
-		cr_assert_fail("path too long: %s/%s", build_dir(), rel);
+	if ((size_t)snprintf(dst, len, "%s/%s", harness_build_dir(), rel) >= len)
+		cr_assert_fail("path too long: %s/%s", harness_build_dir(), rel);
 }
 
 static const struct prog *find_prog(const char *name)
@@ -143,19 +130,8 @@ static const struct prog *find_prog(const char *name)
  */
 static char **make_env(const char *extra1, const char *extra2, const char *extra3)
 {
-	extern char **environ;
-	size_t n = 0;
-	for (char **e = environ; *e; e++)
-		n++;
-	/* Static, so that an assertion between here and the free is no leak. */
-	static char **env;
-	free(env);
-	env = calloc(n + 4, sizeof(*env));
-	cr_assert(env != NULL);
-	size_t k = 0;
-	for (char **e = environ; *e; e++)
-		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
-			env[k++] = *e;
+	size_t k;
+	char **env = harness_env(3, &k);
 	const char *extra[] = { extra1, extra2, extra3 };
 	for (size_t i = 0; i < 3; i++)
 		if (extra[i])

@@ -75,19 +75,6 @@ __attribute__((format(printf, 3, 4))) static void pathf(char *dst, size_t len, c
 	cr_assert(n >= 0 && (size_t)n < len, "path too long: %s...", dst);
 }
 
-static const char *build_dir(void)
-{
-	static char dir[PATH_MAX];
-	if (!dir[0]) {
-		const char *b = getenv("BUFSEL_BUILD");
-		if (!b || !*b)
-			b = "build";
-		if (!realpath(b, dir))
-			cr_assert_fail("build directory \"%s\": %s (set BUFSEL_BUILD)", b, strerror(errno));
-	}
-	return dir;
-}
-
 
 /* ---- tracefs -------------------------------------------------------------- */
 
@@ -203,18 +190,8 @@ struct traced {
 
 static char **make_env(const char *preload)
 {
-	extern char **environ;
-	size_t n = 0;
-	for (char **e = environ; *e; e++)
-		n++;
-	static char **env;
-	free(env);
-	env = calloc(n + 3, sizeof(*env));
-	cr_assert(env != NULL);
-	size_t k = 0;
-	for (char **e = environ; *e; e++)
-		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
-			env[k++] = *e;
+	size_t k;
+	char **env = harness_env(2, &k);
 	if (preload) {
 		env[k++] = (char *)preload;
 		env[k++] = "BUFSEL_LOG=info";
@@ -371,8 +348,8 @@ static const char *tail(const char *s, size_t len, size_t max)
 static void check(const char *prog, bool bufsel)
 {
 	char root[PATH_MAX], dir[PATH_MAX], name[128], exe[PATH_MAX], lib[PATH_MAX];
-	pathf(exe, sizeof(exe), "%s/test/prog/%s", build_dir(), prog);
-	pathf(lib, sizeof(lib), "%s/libbufsel.so", build_dir());
+	pathf(exe, sizeof(exe), "%s/test/prog/%s", harness_build_dir(), prog);
+	pathf(lib, sizeof(lib), "%s/libbufsel.so", harness_build_dir());
 	cr_assert(access(exe, X_OK) == 0, "%s: not built (%s)", exe, strerror(errno));
 	if (bufsel)
 		cr_assert(access(lib, R_OK) == 0, "%s: %s", lib, strerror(errno));

@@ -117,6 +117,37 @@ void harness_run(struct run *r, char *const argv[], char **envp, int timeout_s)
 	r->exec_failed = !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 127;
 }
 
+const char *harness_build_dir(void)
+{
+	static char dir[PATH_MAX];
+	if (!dir[0]) {
+		const char *b = getenv("BUFSEL_BUILD");
+		if (!b || !*b)
+			b = "build";
+		if (!realpath(b, dir))
+			cr_assert_fail("build directory \"%s\": %s (set BUFSEL_BUILD)", b, strerror(errno));
+	}
+	return dir;
+}
+
+char **harness_env(size_t room, size_t *k)
+{
+	extern char **environ;
+	/* Static, so that an assertion between here and the next call is no leak. */
+	static char **env;
+	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n++;
+	free(env);
+	env = calloc(n + room + 1, sizeof(*env));
+	cr_assert(env != NULL);
+	*k = 0;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
+			env[(*k)++] = *e;
+	return env;
+}
+
 /*
  * Under ASan (make asan builds the runners and the programs with the same
  * flags) a program refuses to start unless the sanitizer runtime comes first

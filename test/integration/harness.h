@@ -30,6 +30,17 @@ struct run {
 void harness_run(struct run *r, char *const argv[], char **envp, int timeout_s);
 void harness_free(struct run *r);
 
+/* The build directory: BUFSEL_BUILD, else "build", made absolute. */
+const char *harness_build_dir(void);
+
+/*
+ * The caller's environment less LD_PRELOAD and BUFSEL_* (the runner's own
+ * BUFSEL_BUILD, or a user's settings, must not leak into a run), with room
+ * for `room` more entries and the NULL: they go from index *k on.  Static
+ * storage, replaced by the next call.
+ */
+char **harness_env(size_t room, size_t *k);
+
 /* The path of libasan.so when the runner is built with ASan, else NULL. */
 const char *harness_asan_runtime(void);
 

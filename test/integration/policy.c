@@ -53,25 +53,12 @@
 
 /* ---- paths ---------------------------------------------------------------- */
 
-static const char *build_dir(void)
-{
-	static char dir[PATH_MAX];
-	if (!dir[0]) {
-		const char *b = getenv("BUFSEL_BUILD");
-		if (!b || !*b)
-			b = "build";
-		if (!realpath(b, dir))
-			cr_assert_fail("build directory \"%s\": %s (set BUFSEL_BUILD)", b, strerror(errno));
-	}
-	return dir;
-}
-
 /* <build>/<rel>, which must exist; static storage, one per slot. */
 static const char *built(int slot, const char *rel)
 {
 	static char paths[3][PATH_MAX];
-	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", build_dir(), rel);
-	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", build_dir(), rel);
+	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", harness_build_dir(), rel);
+	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", harness_build_dir(), rel);
 	cr_assert(access(paths[slot], R_OK) == 0, "%s: %s (not built?)", paths[slot], strerror(errno));
 	return paths[slot];
 }
@@ -109,20 +96,11 @@ static struct run run_a, run_b;
  */
 static char **make_env(enum how how, bool log_info, const char *const *vars)
 {
-	extern char **environ;
-	static char **env;
 	static char preload[2 * PATH_MAX + 16], asan_preload[PATH_MAX + 16];
-	size_t n = 0, k = 0;
-	for (char **e = environ; *e; e++)
-		n++;
+	size_t nvars = 0, k;
 	for (const char *const *v = vars; v && *v; v++)
-		n++;
-	free(env);
-	env = calloc(n + 4, sizeof(*env));
-	cr_assert(env != NULL);
-	for (char **e = environ; *e; e++)
-		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
-			env[k++] = *e;
+		nvars++;
+	char **env = harness_env(nvars + 3, &k);
 	bool conf_given = false;
 	for (const char *const *v = vars; v && *v; v++)
 		conf_given |= !strncmp(*v, "BUFSEL_CONF=", 12);

@@ -45,25 +45,12 @@
 
 /* ---- paths ---------------------------------------------------------------- */
 
-static const char *build_dir(void)
-{
-	static char dir[PATH_MAX];
-	if (!dir[0]) {
-		const char *b = getenv("BUFSEL_BUILD");
-		if (!b || !*b)
-			b = "build";
-		if (!realpath(b, dir))
-			cr_assert_fail("build directory \"%s\": %s (set BUFSEL_BUILD)", b, strerror(errno));
-	}
-	return dir;
-}
-
 /* <build>/<rel>, which must exist; static storage, one per slot. */
 static const char *built(int slot, const char *rel)
 {
 	static char paths[2][PATH_MAX];
-	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", build_dir(), rel);
-	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", build_dir(), rel);
+	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", harness_build_dir(), rel);
+	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", harness_build_dir(), rel);
 	cr_assert(access(paths[slot], R_OK) == 0, "%s: %s (not built?)", paths[slot], strerror(errno));
 	return paths[slot];
 }
@@ -88,18 +75,9 @@ static struct run run_a;
  */
 static void run(struct run *r, bool preload, char *const *argv)
 {
-	extern char **environ;
-	static char **env;
 	static char asan_preload[PATH_MAX + 16];
-	size_t n = 0, k = 0;
-	for (char **e = environ; *e; e++)
-		n++;
-	free(env);
-	env = calloc(n + 4, sizeof(*env));
-	cr_assert(env != NULL);
-	for (char **e = environ; *e; e++)
-		if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "BUFSEL_", 7))
-			env[k++] = *e;
+	size_t k;
+	char **env = harness_env(3, &k);
 	env[k++] = "BUFSEL_CONF=";
 	const char *asan = harness_asan_runtime();
 	if (preload) {
