@@ -131,26 +131,60 @@ static int init_check(struct ring *r, const struct io_uring_sqe *sqe)
 
 /* ---- emulated opcodes ---- */
 
-static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+static struct pool_provide provide_args(const struct io_uring_sqe *sqe)
 {
-	struct pool_provide p = {
+	return (struct pool_provide){
 		.addr = sqe->addr, .len = sqe->len, .nbufs = sqe->fd, .off = sqe->off,
 		.bgid = sqe->buf_group, .rw_flags = sqe->rw_flags,
 		.splice_fd_in = (uint32_t)sqe->splice_fd_in, .ioprio = sqe->ioprio,
 	};
-	int res;
-	if (init_check(r, sqe)) {
-		standin_ok(sqe);	/* the NOP fails at init just the same */
-		return;
+}
+
+static struct pool_remove remove_args(const struct io_uring_sqe *sqe)
+{
+	return (struct pool_remove){
+		.nbufs = sqe->fd, .bgid = sqe->buf_group, .addr = sqe->addr, .len = sqe->len,
+		.off = sqe->off, .rw_flags = sqe->rw_flags, .splice_fd_in = (uint32_t)sqe->splice_fd_in,
+	};
+}
+
+/* What the kernel checks of PROVIDE/REMOVE_BUFFERS at submission, after
+ * io_init_req's generic checks: 0 or the error. */
+static int emulated_prep(const struct io_uring_sqe *sqe, enum opdef_emulated kind)
+{
+	if (sqe->flags & IOSQE_BUFFER_SELECT)
+		return -EOPNOTSUPP;
+	if (kind == EMU_PROVIDE_BUFFERS) {
+		struct pool_provide p = provide_args(sqe);
+		return pool_provide_prep(&p);
 	}
-	if (sqe->flags & IOSQE_BUFFER_SELECT) {
-		standin(r, sqe, -EOPNOTSUPP, FAIL_AT_PREP, u);
-		return;
-	}
-	if ((res = pool_provide_prep(&p))) {
+	struct pool_remove p = remove_args(sqe);
+	return sqe->ioprio ? -EINVAL : pool_remove_prep(&p);
+}
+
+/*
+ * An SQE the kernel rejects at submission (res != 0) gets the stand-in that
+ * fails there: a NOP that hits the kernel's own generic check, or one that
+ * fails at prep, reporting res.  Returns 1 if the SQE was rejected.
+ */
+static int reject_at_submission(struct ring *r, struct io_uring_sqe *sqe, int res,
+				struct rewrite_undo *u)
+{
+	if (!res)
+		return 0;
+	if (init_check(r, sqe))
+		standin_ok(sqe);
+	else
 		standin(r, sqe, res, FAIL_AT_PREP, u);
+	return 1;
+}
+
+static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	struct pool_provide p = provide_args(sqe);
+	int res = init_check(r, sqe);
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(sqe, EMU_PROVIDE_BUFFERS), u))
 		return;
-	}
 	spin_lock(&r->pool_lock);
 	struct pool_group_stats before, after;
 	int existed = !pool_group_stats(r->pool, p.bgid, &before);
@@ -171,25 +205,10 @@ static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rew
 
 static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
-	struct pool_remove p = {
-		.nbufs = sqe->fd, .bgid = sqe->buf_group, .addr = sqe->addr, .len = sqe->len,
-		.off = sqe->off, .rw_flags = sqe->rw_flags, .splice_fd_in = (uint32_t)sqe->splice_fd_in,
-	};
-	int res;
-	if (init_check(r, sqe)) {
-		standin_ok(sqe);
+	struct pool_remove p = remove_args(sqe);
+	int res = init_check(r, sqe);
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(sqe, EMU_REMOVE_BUFFERS), u))
 		return;
-	}
-	if (sqe->flags & IOSQE_BUFFER_SELECT)
-		res = -EOPNOTSUPP;
-	else if (sqe->ioprio)
-		res = -EINVAL;
-	else
-		res = pool_remove_prep(&p);
-	if (res) {
-		standin(r, sqe, res, FAIL_AT_PREP, u);
-		return;
-	}
 	spin_lock(&r->pool_lock);
 	res = pool_remove(r->pool, &p);
 	spin_unlock(&r->pool_lock);
@@ -634,24 +653,8 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 	int res = init_check(r, sqe);
 	if (res)
 		return res;
-	if (def->emulated && (sqe->flags & IOSQE_BUFFER_SELECT))
-		return -EOPNOTSUPP;
-	if (def->emulated == EMU_PROVIDE_BUFFERS) {
-		struct pool_provide p = {
-			.addr = sqe->addr, .len = sqe->len, .nbufs = sqe->fd, .off = sqe->off,
-			.bgid = sqe->buf_group, .rw_flags = sqe->rw_flags,
-			.splice_fd_in = (uint32_t)sqe->splice_fd_in, .ioprio = sqe->ioprio,
-		};
-		return pool_provide_prep(&p);
-	}
-	if (def->emulated == EMU_REMOVE_BUFFERS) {
-		struct pool_remove p = {
-			.nbufs = sqe->fd, .bgid = sqe->buf_group, .addr = sqe->addr, .len = sqe->len,
-			.off = sqe->off, .rw_flags = sqe->rw_flags,
-			.splice_fd_in = (uint32_t)sqe->splice_fd_in,
-		};
-		return sqe->ioprio ? -EINVAL : pool_remove_prep(&p);
-	}
+	if (def->emulated)
+		return emulated_prep(sqe, def->emulated);
 	uint32_t want;
 	struct msghdr msg;
 	return read_request(sqe, def, &want, &msg);
@@ -730,14 +733,8 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	}
 	if (in_chain && (def->emulated || (select && def->select != SELECT_REFUSED &&
 					   def->select != SELECT_NEWER_KERNEL))) {
-		int res = prep_check(r, sqe, def);
-		if (res) {
-			if (res == -EINVAL && init_check(r, sqe))
-				standin_ok(sqe);	/* the kernel's own init error */
-			else
-				standin(r, sqe, res, FAIL_AT_PREP, u);
+		if (reject_at_submission(r, sqe, prep_check(r, sqe, def), u))
 			return NULL;
-		}
 		return cut_chain(r, sqe, u);
 	}
 	if (def->emulated == EMU_PROVIDE_BUFFERS) {
