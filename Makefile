@@ -28,9 +28,10 @@ PROG_BINS   := $(PROG_SRCS:test/prog/%.c=$(B)/test/prog/%)
 UNIT_SRCS   := $(wildcard test/unit/*.c)
 UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 # Unit tests link the room they test; none of them links preload/ as a whole,
-# only its pure parts (no system call in them): the shadow layout and the copy paths.
+# only its pure parts (no system call in them): the shadow layout, the copy
+# paths and the instruction decoder site patching relies on.
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
-	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o)
+	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o insn.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf
 all: $(B)/libbufsel.so $(B)/bufsel

@@ -114,6 +114,22 @@ static void show_stats(const void *src, char *buf, size_t len)
 	conf_quote(buf, len, p, strlen(p), len > 4 ? len - 4 : 0);
 }
 
+static const char *const onoff_names[] = { "off", "on" };
+
+static int parse_patch(void *dst, const char *v)
+{
+	int i = parse_name(v, onoff_names, 2);
+	if (i < 0)
+		return i;
+	((struct bufsel_conf *)dst)->patch = i;
+	return 0;
+}
+
+static void show_patch(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", onoff_names[!!((const struct bufsel_conf *)src)->patch]);
+}
+
 static int parse_cap(void *dst, const char *v)
 {
 	uint64_t n;
@@ -223,6 +239,12 @@ const struct conf_option conf_options[CONF_KEYS] = {
 		.help = "where statistics go: a file, '-' for stderr, empty for nowhere; a relative path is taken from the working directory of the process that writes it",
 		.parse = parse_stats, .show = show_stats,
 	},
+	[CONF_PATCH] = {
+		.name = "patch", .scope = CONF_SCOPE_GLOBAL,
+		.values = "on|off", .expect = "one of on|off", .dflt = "on",
+		.help = "after the first trap at an io_uring call site in the program's code, rewrite that site to jump into bufsel directly (no signal on later calls); off: every such call traps",
+		.parse = parse_patch, .show = show_patch,
+	},
 	[CONF_CAP] = {
 		.name = "cap", .scope = CONF_SCOPE_GROUP,
 		.values = "0..65535", .expect = "an integer in 0..65535", .dflt = "0",
@@ -268,7 +290,8 @@ static int group_ok(const struct conf_group *g)
 
 int conf_check(const struct bufsel_conf *c)
 {
-	if ((unsigned)c->mode > BUFSEL_MODE_PASSTHROUGH || (unsigned)c->log > BUFSEL_LOG_DEBUG)
+	if ((unsigned)c->mode > BUFSEL_MODE_PASSTHROUGH || (unsigned)c->log > BUFSEL_LOG_DEBUG ||
+	    (unsigned)c->patch > 1)
 		return -EINVAL;
 	if (c->kernel && (c->kernel < (5u << 8 | 1) || c->kernel > 0xffff))
 		return -EINVAL;

@@ -61,14 +61,17 @@ long emulate_syscall(long nr, const long a[6], const struct call_site *cs)
 	if (!c)
 		return -ENOSYS;
 	atomic_fetch_add_explicit(c->count, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(cs->path == PATH_TRAP ? &bufsel.n.trapped : &bufsel.n.hooked, 1,
-				  memory_order_relaxed);
+	static atomic_ulong *const by_path[] = {
+		[PATH_TRAP] = &bufsel.n.trapped, [PATH_HOOK] = &bufsel.n.hooked, [PATH_PATCH] = &bufsel.n.patched,
+	};
+	static const char *const path_name[] = { [PATH_TRAP] = "trap", [PATH_HOOK] = "libc", [PATH_PATCH] = "patched site" };
+	atomic_fetch_add_explicit(by_path[cs->path], 1, memory_order_relaxed);
 	long ret = c->fn(a);
 	if (bufsel_log_on(BUFSEL_LOG_DEBUG)) {
 		char site[256];
 		site_describe(cs, site, sizeof(site));
 		log_debug("%s(%ld, %ld, %ld, %ld) = %ld via %s from %s", c->name, a[0], a[1], a[2],
-			  a[3], ret, cs->path == PATH_TRAP ? "trap" : "libc", site);
+			  a[3], ret, path_name[cs->path], site);
 	}
 	return ret;
 }

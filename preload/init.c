@@ -14,6 +14,7 @@
 
 #include "preload/crash.h"
 #include "preload/log.h"
+#include "preload/patch.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
 #include "preload/site.h"
@@ -60,6 +61,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, after_fork_child);
+	patch_init(bufsel.conf.patch);
 	stats_init();
 	bufsel.active = 1;
 	log_debug("loaded: mode %s", bufsel.conf.mode == BUFSEL_MODE_PASSTHROUGH ? "passthrough" : "emulate");
@@ -72,7 +74,7 @@ __attribute__((destructor)) static void bufsel_fini(void)
 		return;
 	const struct bufsel_counters *n = &bufsel.n;
 	bufsel_log_uncapped(BUFSEL_LOG_INFO,
-		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu",
+		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu patched=%lu sites=%lu",
 		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,
-		   n->trapped, n->hooked, n->emulated, ring_held_peak());
+		   n->trapped, n->hooked, n->emulated, ring_held_peak(), n->patched, patch_sites());
 }

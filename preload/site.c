@@ -83,6 +83,21 @@ void site_describe(const struct call_site *cs, char *buf, size_t len)
 	unw_cursor_t cur;
 	size_t used = 0;
 	snprintf(buf, len, "?");
+	if (cs->path == PATH_PATCH) {
+		/* The stub has no unwind information: name the site alone. */
+		Dl_info di;
+		const char *obj = "?";
+		if (dladdr(cs->ret_addr, &di) && di.dli_fname) {
+			obj = strrchr(di.dli_fname, '/');
+			obj = obj ? obj + 1 : di.dli_fname;
+		}
+		if (di.dli_sname)
+			snprintf(buf, len, "%s+0x%lx (%s)", di.dli_sname,
+				 (unsigned long)((const char *)cs->ret_addr - (const char *)di.dli_saddr), obj);
+		else
+			snprintf(buf, len, "%p (%s)", cs->ret_addr, obj);
+		return;
+	}
 	if (!unw.init_local2)
 		return;
 	if (cs->ucontext) {

@@ -22,6 +22,7 @@ struct ksigaction {
 
 struct bufsel_counters {
 	atomic_ulong setup, enter, reg, mmap, trapped, hooked, rings;
+	atomic_ulong patched;	/* calls that came through a patched site */
 	atomic_ulong held_peak;	/* most buffers bound at once in one ring (rings gone) */
 	atomic_ulong emulated;	/* SQEs bufsel answered or rewrote for buffer selection */
 };
@@ -37,13 +38,13 @@ struct bufsel_state {
 
 extern struct bufsel_state bufsel;
 
-/* How a call reached bufsel: the trap, or a libc symbol. */
-enum call_path { PATH_TRAP, PATH_HOOK };
+/* How a call reached bufsel: the trap, a libc symbol, or a patched site. */
+enum call_path { PATH_TRAP, PATH_HOOK, PATH_PATCH };
 
 struct call_site {
 	enum call_path path;
 	void *ucontext;		/* trapped context, NULL for a hook */
-	void *ret_addr;		/* the program's return address for a hook */
+	void *ret_addr;		/* the program's return address (hook), or where a patched site resumes */
 };
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "preload/emulate.h"
 #include "preload/log.h"
+#include "preload/patch.h"
 #include "preload/signals.h"
 #include "preload/site.h"
 #include "preload/sys.h"
@@ -85,10 +86,12 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ucv)
 		struct call_site cs = { PATH_TRAP, uc, (void *)g[REG_RIP] };
 		if (nr == __NR_io_uring_register && a[0] == -1 && a[1] == -1)
 			probe_trapped = 1;
-		if (bufsel.active && emulate_handles(nr))
+		if (bufsel.active && emulate_handles(nr)) {
 			g[REG_RAX] = emulate_syscall(nr, a, &cs);
-		else
+			patch_site((uintptr_t)g[REG_RIP], nr);
+		} else {
 			g[REG_RAX] = sys_call6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		}
 	} else {
 		signals_chain(sig, si, uc);
 	}

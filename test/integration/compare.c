@@ -10,6 +10,7 @@
  * Identical output alone would also pass if the library were never loaded, so
  * (b) and (c) must show the library's exit report on stderr,
  *   bufsel: exit: pid=N rings=N setup=N enter=N register=N mmap=N trapped=N hooked=N
+ *     emulated=N held_peak=N patched=N sites=N
  * one per process, with setup summed over all of them >= 1 for programs that
  * make io_uring calls (children report for themselves) and == 0 for those
  * that do not. A missing library or launcher fails; nothing here skips.
@@ -62,6 +63,7 @@
 	X(setup_flags, 10, true, true)         \
 	X(cq_overflow, 10, true, true)         \
 	X(threads, 15, true, true)             \
+	X(patch_race, 30, true, true)          \
 	X(fork, 10, true, true)                \
 	X(wait_timeout, 10, true, true)        \
 	X(eintr, 10, true, true)               \
@@ -99,8 +101,9 @@ struct prog {
 #define PROG_ENTRY(n, t, u, k) { #n, t, u },
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
-enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56 };
-static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6" };
+enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY };
+static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6",
+					 "trap only" };
 
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -163,11 +166,13 @@ static void run_prog(struct run *r, const struct prog *p, enum mode mode)
 	case PRELOAD:
 	case PASSTHROUGH:
 	case KERNEL56:
+	case TRAP_ONLY:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
 		env = make_env(preload, "BUFSEL_LOG=info",
 			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough"
 			       : mode == KERNEL56  ? "BUFSEL_KERNEL=5.6"
+			       : mode == TRAP_ONLY ? "BUFSEL_PATCH=off"
 						   : NULL);
 		break;
 	case LAUNCHER:
@@ -278,31 +283,38 @@ static void expect_same_stdout(const struct run *a, const struct run *b, const c
  */
 static unsigned long held_peak_max;	/* of the last exit_reports() call */
 
+/* Calls through rewritten sites, and sites rewritten, over a run's processes. */
+static unsigned long patched_sum, sites_sum;
+
 static unsigned exit_reports(const struct run *r, const char *name, unsigned long *setup_sum)
 {
 	static const char prefix[] = "bufsel: exit:";
 	unsigned lines = 0;
 	*setup_sum = 0;
 	held_peak_max = 0;
+	patched_sum = sites_sum = 0;
 	for (const char *p = r->err; p && *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		if (n >= sizeof(prefix) - 1 && !memcmp(p, prefix, sizeof(prefix) - 1)) {
 			char line[512];
 			int pid, used = -1;
-			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked, emulated, held;
+			unsigned long rings, setup, enter, reg, mmaps, trapped, hooked, emulated, held, patched, sites;
 			snprintf(line, sizeof(line), "%.*s", (int)n, p);
 			int got = sscanf(line,
 					 "bufsel: exit: pid=%d rings=%lu setup=%lu enter=%lu register=%lu "
-					 "mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu%n",
+					 "mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu "
+					 "patched=%lu sites=%lu%n",
 					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked,
-					 &emulated, &held, &used);
+					 &emulated, &held, &patched, &sites, &used);
 			if (held > held_peak_max)
 				held_peak_max = held;
-			cr_assert(got == 10 && used == (int)strlen(line),
+			cr_assert(got == 12 && used == (int)strlen(line),
 				  "%s, %s run: malformed exit report: \"%s\"", name, mode_name[r->mode], line);
 			lines++;
 			*setup_sum += setup;
+			patched_sum += patched;
+			sites_sum += sites;
 		}
 		p = nl ? nl + 1 : p + n;
 	}
@@ -402,12 +414,42 @@ static void check_against_native(const char *name, enum mode mode)
 	Test(native, n, .timeout = 2.0 * (t) + 10) { check_native(#n); }                \
 	Test(preload, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, PRELOAD); } \
 	Test(launcher, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, LAUNCHER); } \
+	Test(trap_only, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, TRAP_ONLY); } \
 	KERNEL56_##k(n, t)
 PROGRAMS(SUITE_TESTS)
 
 Test(passthrough, nop_batch, .timeout = 30)
 {
 	check_against_native("nop_batch", PASSTHROUGH);
+}
+
+/*
+ * Site patching is on by default, so most calls in the runs above came
+ * through rewritten sites; trap_only runs the same programs with every call
+ * trapped.  Here: liburing's enter site is rewritten (and used) by default,
+ * and nothing is rewritten with patch=off.
+ */
+static void patch_counts(enum mode mode, unsigned long *patched, unsigned long *sites)
+{
+	const struct prog *p = find_prog("nop_batch");
+	unsigned long setup;
+	run_prog(&run_b, p, mode);
+	expect_success(&run_b, p->name);
+	cr_assert_eq(exit_reports(&run_b, p->name, &setup), 1, "%s", run_b.err);
+	*patched = patched_sum;
+	*sites = sites_sum;
+	free_run(&run_b);
+}
+
+Test(patch, liburing_sites_are_rewritten_unless_off, .timeout = 30)
+{
+	unsigned long patched, sites;
+	patch_counts(PRELOAD, &patched, &sites);
+	cr_assert_geq(sites, 1, "no site rewritten");
+	cr_assert_geq(patched, 1, "no call came through a rewritten site");
+	patch_counts(TRAP_ONLY, &patched, &sites);
+	cr_assert_eq(sites, 0);
+	cr_assert_eq(patched, 0);
 }
 
 /* A program built but missing from the table would silently go unchecked. */
