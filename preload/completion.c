@@ -115,6 +115,7 @@ static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 
 static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
+	req_recv_unbound(&r->reqs, q);
 	cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
 	int got = cqe->res > 0;
 	spin_lock(&r->pool_lock);
@@ -155,6 +156,55 @@ static void note_wait(struct ring *r, const struct req *q)
 	spin_unlock(&r->pool_lock);
 }
 
+/* A waiting receive ends without running: res is its CQE's result. */
+static void recv_wait_fail(struct ring *r, struct req *q, int res)
+{
+	struct io_uring_cqe cqe = { .user_data = q->user_data, .res = res };
+	fail_waiting_recv(r, q, &cqe);
+	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
+	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
+		make_ready(r, q);	/* the chain goes on; its head is gone */
+		return;
+	}
+	cancel_held(r, q);
+	release(r, q);
+}
+
+/*
+ * The kernel selects and receives in one step, so a receive it runs never
+ * keeps a buffer out of the group for longer than that.  bufsel selects
+ * when the poll fires and receives afterwards: until its receives in flight
+ * come back (an end of file, say, gives the buffer back) the group may look
+ * empty to a receive the kernel would have served.  Such a receive waits
+ * here until a buffer comes back or none of bufsel's receives is left in
+ * flight, and only then gets -ENOBUFS.
+ */
+static void park(struct ring *r, struct req *q)
+{
+	struct req **tail = &r->parked;
+	while (*tail)
+		tail = &(*tail)->next_parked;
+	q->next_parked = NULL;
+	*tail = q;
+}
+
+static void unpark(struct ring *r)
+{
+	for (struct req **p = &r->parked; *p;) {
+		struct req *q = *p;
+		int res = rewrite_bind_recv(r, q);
+		if (res == -ENOBUFS && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
+			p = &q->next_parked;
+			continue;
+		}
+		*p = q->next_parked;
+		if (res)
+			recv_wait_fail(r, q, res);
+		else
+			make_ready(r, q);
+	}
+}
+
 static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	note_wait(r, q);
@@ -165,17 +215,11 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 		make_ready(r, q);
 		return 0;
 	}
-	cqe->user_data = q->user_data;
-	cqe->res = res;
-	cqe->flags = 0;
-	fail_waiting_recv(r, q, cqe);
-	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
-	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
-		make_ready(r, q);	/* the chain goes on; its head is gone */
+	if (res == -ENOBUFS && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
+		park(r, q);
 		return 0;
 	}
-	cancel_held(r, q);
-	release(r, q);
+	recv_wait_fail(r, q, res);
 	return 0;
 }
 
@@ -209,6 +253,8 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	unsigned kflags = q->receiving ? sock_nonempty(q, res, cqe->flags) : 0;
 	cqe->user_data = q->user_data;
 	cqe->flags = 0;
+	if (q->receiving)
+		req_recv_unbound(&r->reqs, q);
 	if (!q->receiving) {
 		note_wait(r, q);
 		if (res < 0)
@@ -278,11 +324,23 @@ end:
 	return 0;
 }
 
+static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe);
+
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 {
 	struct req *q = req_lookup(&r->reqs, cqe->user_data);
 	if (!q)
 		return 1;
+	int post_it = complete_one(r, q, cqe);
+	/* Any completion may have given a buffer back, or ended the last of
+	 * bufsel's receives in flight. */
+	if (r->parked)
+		unpark(r);
+	return post_it;
+}
+
+static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
 	switch (q->kind) {
 	case REQ_STANDIN:
 		cqe->user_data = q->user_data;

@@ -59,8 +59,26 @@ int req_hold(struct req *q, const struct io_uring_sqe *sqe)
 	return 0;
 }
 
+void req_recv_bound(struct req_table *t, struct req *q)
+{
+	if (!(q->flags & REQ_BOUND_RECV)) {
+		q->flags |= REQ_BOUND_RECV;
+		atomic_fetch_add_explicit(&t->bound_recvs, 1, memory_order_relaxed);
+	}
+}
+
+void req_recv_unbound(struct req_table *t, struct req *q)
+{
+	if (q->flags & REQ_BOUND_RECV) {
+		q->flags &= (uint8_t)~REQ_BOUND_RECV;
+		atomic_fetch_sub_explicit(&t->bound_recvs, 1, memory_order_relaxed);
+	}
+}
+
 void req_free(struct req_table *t, struct req *q)
 {
+	/* A cancelled chain or a ring going away frees a receive still counted. */
+	req_recv_unbound(t, q);
 	free(q->held);
 	free(q->msg);
 	q->held = NULL;

@@ -11,6 +11,7 @@
 #ifndef BUFSEL_PRELOAD_REQ_H
 #define BUFSEL_PRELOAD_REQ_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <linux/io_uring.h>
 #include <sys/socket.h>
@@ -43,6 +44,7 @@ enum req_flags {
 	REQ_HARDLINK = 1 << 4,		/* the chain goes on after a failure */
 	REQ_DONE = 1 << 5,		/* its CQE is posted; only a LINK_TIMEOUT keeps it */
 	REQ_WAITALL = 1 << 6,		/* MSG_WAITALL: a short receive fails the link */
+	REQ_BOUND_RECV = 1 << 7,	/* a receive in the kernel on a selected buffer (counted) */
 };
 
 struct req {
@@ -76,6 +78,7 @@ struct req {
 	struct io_uring_cqe stash;	/* LINK_TIMEOUT's CQE, posted after the receive's */
 	uint8_t stashed;
 	struct req *next_ready;		/* on the ring's list of chains to issue */
+	struct req *next_parked;	/* on the ring's list of receives waiting for a buffer */
 };
 
 struct req_table {
@@ -84,10 +87,16 @@ struct req_table {
 	uint32_t free_head;	/* index + 1; 0 means empty */
 	uint32_t live;
 	struct spin lock;
+	/* Receives in the kernel on a buffer bufsel selected for them: their
+	 * buffers are out of the group only until they complete. */
+	atomic_uint bound_recvs;
 };
 
 struct req *req_alloc(struct req_table *t);	/* NULL: out of memory or slots */
 void req_free(struct req_table *t, struct req *q);
+/* Marks q as such a receive, or no longer one (both idempotent). */
+void req_recv_bound(struct req_table *t, struct req *q);
+void req_recv_unbound(struct req_table *t, struct req *q);
 /* Appends an SQE to q's held list: 0 or -ENOMEM. */
 int req_hold(struct req *q, const struct io_uring_sqe *sqe);
 uint64_t req_tag(const struct req_table *t, const struct req *q);

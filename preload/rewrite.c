@@ -370,6 +370,8 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
 		return;
 	}
+	if (q->kind == REQ_RECV_SEL)
+		req_recv_bound(&r->reqs, q);
 	u->kind = UNDO_SELECT;
 	u->req = q;
 }
@@ -459,6 +461,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q)
 	res = bind_buffer(r, q, sqe, def, want, &msg);
 	if (res)
 		pool_locked_putback(r, &q->buf);
+	else
+		req_recv_bound(&r->reqs, q);
 	return res;
 }
 
@@ -490,6 +494,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	spin_unlock(&r->pool_lock);
 	if (res)
 		return res;
+	req_recv_bound(&r->reqs, q);
 	struct io_uring_sqe *sqe = &q->next;
 	uint32_t len = q->orig.len && q->orig.len < q->buf.len ? q->orig.len : q->buf.len;
 	memset(sqe, 0, sizeof(*sqe));
@@ -506,6 +511,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		const struct msghdr *t = &q->tmpl;
 		size_t head = sizeof(struct io_uring_recvmsg_out) + t->msg_namelen + t->msg_controllen;
 		if (head > q->buf.len) {
+			req_recv_unbound(&r->reqs, q);
 			pool_locked_putback(r, &q->buf);
 			return -EFAULT;
 		}

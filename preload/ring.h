@@ -86,6 +86,8 @@ struct ring {
 	struct req_table reqs;
 	struct cqe_queue synth;
 	struct req *ready;		/* chains completions made ready to issue (cq_lock) */
+	struct req *parked;		/* receives whose data came while their group was empty
+					 * but bufsel's own receives held its buffers (cq_lock) */
 	unsigned long cqe_lost;		/* CQEs bufsel made but found no memory for */
 	struct rewrite_undo *undo;	/* one per SQ entry: the batch being drained */
 	unsigned *prog_end;		/* per real slot: program SQEs consumed through it */

@@ -80,6 +80,7 @@
 	X(bs_provide, 10, true, false)         \
 	X(bs_read, 10, true, true)             \
 	X(bs_recv, 15, true, true)             \
+	X(bs_eof_wave, 10, true, true)         \
 	X(bs_multishot, 10, true, true)        \
 	X(bs_link, 10, true, true)             \
 	X(bs_cancel, 10, true, true)           \
