@@ -140,6 +140,39 @@ fuzz-conf: $(B)/fuzz/conf_fuzz
 		-dict=test/fuzz/conf.dict -artifact_prefix=$(B)/fuzz/ \
 		$(B)/fuzz/corpus-conf test/fuzz/corpus-conf
 
+# Benchmark workloads (bench/workloads/, bench/README.md): ordinary liburing
+# programs, the same binary run natively and under bufsel by `bufsel ab`, each
+# printing "bench: name=value ..." lines. The *_client programs are their load
+# generators, run without bufsel; they make no io_uring call and link no liburing.
+BENCH_WL_SRV  := echo pipe file idle_prealloc idle_select
+BENCH_WL_GEN  := echo_client idle_client
+BENCH_WL_BINS := $(BENCH_WL_SRV:%=$(B)/bench/%) $(BENCH_WL_GEN:%=$(B)/bench/%)
+BENCH_WL_LIB  := $(B)/obj-bench/libworkloads.a
+BENCH_WL_OBJS := $(patsubst %.c,$(B)/obj-bench/%.o,$(addprefix bench/workloads/, \
+	bench.c opts.c pattern.c latency.c spawn.c net.c ring.c waitlist.c idle_server.c))
+.PHONY: bench-progs bench-smoke
+bench-progs: $(BENCH_WL_BINS)
+
+$(B)/obj-bench/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BENCH_WL_LIB): $(BENCH_WL_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BENCH_WL_GEN:%=$(B)/bench/%): $(B)/bench/%: $(B)/obj-bench/bench/workloads/%.o $(BENCH_WL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ -lm
+
+$(BENCH_WL_SRV:%=$(B)/bench/%): $(B)/bench/%: $(B)/obj-bench/bench/workloads/%.o $(BENCH_WL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ -luring -lpthread -lm
+
+# Each workload briefly, natively and in every bufsel arm: every run must
+# exit 0 with well-formed "bench:" lines (the programs check their data).
+bench-smoke: all bench-progs
+	sh bench/workloads/smoke.sh $(B)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(B)/libbufsel.so $(DESTDIR)$(PREFIX)/lib/libbufsel.so
