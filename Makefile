@@ -3,6 +3,7 @@
 #   make test       every unit test and every native-vs-bufsel integration test
 #   make asan       the same build and tests under ASan+UBSan (build-asan/)
 #   make demo       install Debian deps if missing, build, run a liburing program under bufsel
+#   make bench      the A/B benchmark suite (make bench-quick: a shorter one)
 #   make install PREFIX=/usr/local
 
 B        ?= build
@@ -73,6 +74,8 @@ UNIT_LAUNCH_launcher_elf := $(B)/obj-launcher/launcher/elf.o
 $(B)/test/unit/launcher_elf: $(UNIT_LAUNCH_launcher_elf)
 UNIT_LAUNCH_launcher_report := $(B)/obj-launcher/launcher/report.o $(B)/obj-launcher/launcher/json.o
 $(B)/test/unit/launcher_report: $(UNIT_LAUNCH_launcher_report)
+UNIT_LAUNCH_launcher_json_write := $(B)/obj-launcher/launcher/json_write.o $(B)/obj-launcher/launcher/json.o
+$(B)/test/unit/launcher_json_write: $(UNIT_LAUNCH_launcher_json_write)
 
 $(B)/test/unit/%: test/unit/%.c $(UNIT_LIBOBJS)
 	@mkdir -p $(dir $@)
@@ -100,15 +103,23 @@ $(B)/test/integration/report: test/integration/report.c test/integration/harness
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
+# bufsel ab on real programs: the arms' environments, the ratios, the pool
+# statistics, failures and bad command lines; reads the JSON with launcher/json.c.
+$(B)/test/integration/ab: test/integration/ab.c test/integration/harness.c test/integration/harness.h \
+		launcher/json.c launcher/json.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c launcher/json.c -lcriterion -lpthread -lm
+
 INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated \
-	$(B)/test/integration/policy $(B)/test/integration/report
+	$(B)/test/integration/policy $(B)/test/integration/report $(B)/test/integration/ab
 
 test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 	@sh test/run-all.sh $(B)
 
 integration: all $(PROG_BINS) $(INTEGRATION_BINS)
 	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated && \
-		BUFSEL_BUILD=$(B) $(B)/test/integration/policy && BUFSEL_BUILD=$(B) $(B)/test/integration/report
+		BUFSEL_BUILD=$(B) $(B)/test/integration/policy && BUFSEL_BUILD=$(B) $(B)/test/integration/report && \
+		BUFSEL_BUILD=$(B) $(B)/test/integration/ab
 
 # The same tests with the library, the programs and the tests built with
 # ASan+UBSan; a sanitizer report makes the reporting process fail its test.
@@ -172,6 +183,27 @@ $(BENCH_WL_SRV:%=$(B)/bench/%): $(B)/bench/%: $(B)/obj-bench/bench/workloads/%.o
 # exit 0 with well-formed "bench:" lines (the programs check their data).
 bench-smoke: all bench-progs
 	sh bench/workloads/smoke.sh $(B)
+
+# The A/B benchmark suite (bench/suite.c, docs/performance.md): every workload
+# of build/bench through `bufsel ab` natively, under emulate, passthrough and
+# kernel56; writes bench/results/latest.{json,md,svg} and prints the table.
+# make bench takes about 7.5 minutes on 2 cores, make bench-quick under 2 minutes.
+# BENCH_RUNS, BENCH_SECONDS (and BENCH_WARMUP, BENCH_IDLE_ROUNDS) override.
+BENCH_PROGS ?= $(B)/bench
+BENCH_OUT   ?= bench/results
+BENCH_OPTS   = --bufsel $(B)/bufsel --progs $(BENCH_PROGS) --out $(BENCH_OUT) \
+	$(if $(BENCH_RUNS),--runs $(BENCH_RUNS)) $(if $(BENCH_WARMUP),--warmup $(BENCH_WARMUP)) \
+	$(if $(BENCH_SECONDS),--seconds $(BENCH_SECONDS)) $(if $(BENCH_IDLE_ROUNDS),--idle-rounds $(BENCH_IDLE_ROUNDS))
+
+$(B)/bench/suite: bench/suite.c launcher/json.c launcher/json.h launcher/json_write.c launcher/json_write.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ bench/suite.c launcher/json.c launcher/json_write.c -lm
+
+bench: all bench-progs $(B)/bench/suite
+	$(B)/bench/suite $(BENCH_OPTS)
+
+bench-quick: all bench-progs $(B)/bench/suite
+	$(B)/bench/suite --quick $(BENCH_OPTS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -10,6 +10,7 @@
  * --set KEY=VALUE reaches every key, per-group ones included, and
  * --check-conf loads the configuration as the library will and stops there.
  */
+#include "launcher/ab.h"
 #include "launcher/launcher.h"
 #include "launcher/report.h"
 
@@ -53,6 +54,7 @@ static void help(void)
 	printf("Usage: bufsel [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	       "       bufsel [OPTIONS] --check-conf [FILE]\n"
 	       "       bufsel report [--margin PCT] [--percentile P] [--plot OUT.svg|OUT.png] STATS.json\n"
+	       "       bufsel ab [--runs N] [--warmup N] [--arms LIST] [--json FILE] [...] -- PROGRAM [ARGS...]\n"
 	       "\n"
 	       "Runs PROGRAM with %s preloaded: bufsel intercepts the program's\n"
 	       "io_uring rings and gives it a shadow ring; the program is not modified.\n"
@@ -84,6 +86,10 @@ static void help(void)
 	       "bufsel report reads the file BUFSEL_STATS names and recommends how many\n"
 	       "buffers of what length each group needs (bufsel report --help). A program\n"
 	       "called report runs as 'bufsel -- report'.\n");
+	printf("\n"
+	       "bufsel ab runs PROGRAM natively and under bufsel in alternating rounds and\n"
+	       "prints each arm's medians, the bufsel/native ratios round by round and the\n"
+	       "pool statistics (bufsel ab --help). A program called ab runs as 'bufsel -- ab'.\n");
 
 	conf_describe(buf, sizeof(buf));
 	printf("\n"
@@ -269,6 +275,8 @@ int main(int argc, char **argv)
 	/* A subcommand only as the first word: after an option or '--' it is a PROGRAM. */
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "ab"))
+		return ab_main(argc - 1, argv + 1);
 
 	int first = parse_options(argc, argv, &opt_lib, &check, &check_file);
 	if (check) {
