@@ -2,7 +2,7 @@
  * bufsel ab [OPTIONS] [--] PROGRAM [ARGS...]
  *
  * An A/B comparison the way a noisy, shared machine allows one: the arms
- * (native, emulate, passthrough, kernel56) run in rounds, every arm once per
+ * (native, emulate, passthrough, kernel56, trap) run in rounds, every arm once per
  * round, the order reversed every other round so that drift (a neighbour's
  * build, a warming cache) falls on all arms alike, and each bufsel arm is
  * compared with the native run of the same round, pair by pair, rather than
@@ -69,14 +69,17 @@ struct arm_def {
 	const char *name;
 	const char *mode;	/* BUFSEL_MODE; NULL: bufsel is not loaded */
 	const char *kernel;	/* BUFSEL_KERNEL */
+	const char *patch;	/* BUFSEL_PATCH */
 	const char *help;
 };
 
 static const struct arm_def arm_defs[] = {
-	{ "native", NULL, NULL, "the program alone: bufsel not preloaded, BUFSEL_* removed" },
-	{ "emulate", "emulate", "native", "under bufsel, BUFSEL_MODE=emulate" },
-	{ "passthrough", "passthrough", "native", "under bufsel, BUFSEL_MODE=passthrough: the interception alone" },
-	{ "kernel56", "emulate", "5.6", "under bufsel, BUFSEL_MODE=emulate BUFSEL_KERNEL=5.6" },
+	{ "native", NULL, NULL, NULL, "the program alone: bufsel not preloaded, BUFSEL_* removed" },
+	{ "emulate", "emulate", "native", "on", "under bufsel, BUFSEL_MODE=emulate" },
+	{ "passthrough", "passthrough", "native", "on", "under bufsel, BUFSEL_MODE=passthrough: the interception alone" },
+	{ "kernel56", "emulate", "5.6", "on", "under bufsel, BUFSEL_MODE=emulate BUFSEL_KERNEL=5.6" },
+	{ "trap", "emulate", "native", "off",
+	  "under bufsel, BUFSEL_MODE=emulate BUFSEL_PATCH=off: every inline io_uring call takes the seccomp trap" },
 };
 #define ARM_DEFS (sizeof(arm_defs) / sizeof(arm_defs[0]))
 
@@ -499,7 +502,8 @@ static char *preload_with_bufsel(void)
  */
 static bool set_by_arm(const char *entry)
 {
-	static const char *const vars[] = { "LD_PRELOAD", "BUFSEL_LIB", "BUFSEL_MODE", "BUFSEL_KERNEL", "BUFSEL_STATS" };
+	static const char *const vars[] = { "LD_PRELOAD", "BUFSEL_LIB", "BUFSEL_MODE", "BUFSEL_KERNEL", "BUFSEL_PATCH",
+					    "BUFSEL_STATS" };
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		if (is_var(entry, vars[i]))
 			return true;
@@ -534,6 +538,7 @@ static void build_env(struct arm *a, const char *bufsel_preload)
 	a->envp[k++] = xasprintf("LD_PRELOAD=%s", bufsel_preload);
 	a->envp[k++] = xasprintf("BUFSEL_MODE=%s", a->def->mode);
 	a->envp[k++] = xasprintf("BUFSEL_KERNEL=%s", a->def->kernel);
+	a->envp[k++] = xasprintf("BUFSEL_PATCH=%s", a->def->patch);
 	a->envp[k++] = xasprintf("BUFSEL_STATS=%s/%%p.json", a->stats_dir);
 	if (ab.conf)
 		a->envp[k++] = xasprintf("BUFSEL_CONF=%s", ab.conf);

@@ -98,6 +98,7 @@ static void write_script(const char *body)
  *   preloaded  1 when LD_PRELOAD names libbufsel.so
  *   mode       0 unset, 1 emulate, 2 passthrough
  *   k56        1 when BUFSEL_KERNEL is 5.6
+ *   nopatch    1 when BUFSEL_PATCH is off
  *   stats      1 when BUFSEL_STATS is set
  *   cap        BUFSEL_CAP, -1 when unset
  *   seed       BUFSEL_SEED (the caller's), -1 when unset
@@ -109,10 +110,11 @@ static void write_script(const char *body)
 	"case \"$LD_PRELOAD\" in *libbufsel.so*) p=1 ;; *) p=0 ;; esac\n"                            \
 	"case \"$BUFSEL_MODE\" in emulate) m=1 ;; passthrough) m=2 ;; *) m=0 ;; esac\n"               \
 	"k=0; [ \"$BUFSEL_KERNEL\" = 5.6 ] && k=1\n"                                                 \
+	"t=0; [ \"$BUFSEL_PATCH\" = off ] && t=1\n"                                                   \
 	"s=0; [ -n \"${BUFSEL_STATS+x}\" ] && s=1\n"                                                 \
 	"n=0; [ -f COUNTER ] && read n < COUNTER; n=$((n + 1)); echo $n > COUNTER\n"                 \
 	"echo 'not a bench line: x=1'\n"                                                             \
-	"echo \"bench: preloaded=$p mode=$m k56=$k stats=$s cap=${BUFSEL_CAP:--1} "                  \
+	"echo \"bench: preloaded=$p mode=$m k56=$k nopatch=$t stats=$s cap=${BUFSEL_CAP:--1} "       \
 	"seed=${BUFSEL_SEED:--1} seq=$n\"\n"                                                         \
 	"echo \"bench: ops_per_s=$((1000 / (1 + p))) lat_us=$((10 + 30 * p))\"\n"
 
@@ -275,21 +277,21 @@ static int count(int from, const char *path)
 
 struct expect_arm {
 	const char *name;
-	double preloaded, mode, k56, stats, cap;
+	double preloaded, mode, k56, stats, cap, nopatch;
 };
 
 Test(ab, arms_environments_and_ratios, .timeout = 120)
 {
 	write_env_script("");
-	static const char *const args[] = { "--runs", "2", "--arms", "native,emulate,passthrough,kernel56",
+	static const char *const args[] = { "--runs", "2", "--arms", "native,emulate,passthrough,kernel56,trap",
 					    "--set", "cap=7", "--json", json_path, "--", script, NULL };
 	static const char *const env[] = { "BUFSEL_SEED=5", NULL };
 	ab(args, env);
 	expect_exit(&run_a, 0, "bufsel ab --runs 2");
 
 	/* Every arm and every ratio is printed. */
-	const char *const arms[] = { "native", "emulate", "passthrough", "kernel56" };
-	for (int i = 0; i < 4; i++) {
+	const char *const arms[] = { "native", "emulate", "passthrough", "kernel56", "trap" };
+	for (int i = 0; i < 5; i++) {
 		char line[64];
 		snprintf(line, sizeof(line), "\n%s: 2 runs\n", arms[i]);
 		expect_out(line);
@@ -303,16 +305,17 @@ Test(ab, arms_environments_and_ratios, .timeout = 120)
 	load_json(json_path);
 	cr_assert_str_eq(str(0, "status"), "ok");
 	cr_assert_str_eq(str(0, "program.0"), script);
-	cr_assert_eq(count(0, "arm_order"), 4);
+	cr_assert_eq(count(0, "arm_order"), 5);
 
 	/* What each arm's environment was, as the program saw it, in every run and warm-up. */
 	const struct expect_arm want[] = {
-		{ "native", 0, 0, 0, 0, -1 },
-		{ "emulate", 1, 1, 0, 1, 7 },
-		{ "passthrough", 1, 2, 0, 1, 7 },
-		{ "kernel56", 1, 1, 1, 1, 7 },
+		{ "native", 0, 0, 0, 0, -1, 0 },
+		{ "emulate", 1, 1, 0, 1, 7, 0 },
+		{ "passthrough", 1, 2, 0, 1, 7, 0 },
+		{ "kernel56", 1, 1, 1, 1, 7, 0 },
+		{ "trap", 1, 1, 0, 1, 7, 1 },
 	};
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		int arm = must(0, "arms");
 		arm = must(arm, want[i].name);
 		cr_assert_str_eq(str(arm, "status"), "ok");
@@ -324,6 +327,7 @@ Test(ab, arms_environments_and_ratios, .timeout = 120)
 			cr_assert_eq(num(run, "metrics.preloaded"), want[i].preloaded, "%s: preloaded", want[i].name);
 			cr_assert_eq(num(run, "metrics.mode"), want[i].mode, "%s: BUFSEL_MODE", want[i].name);
 			cr_assert_eq(num(run, "metrics.k56"), want[i].k56, "%s: BUFSEL_KERNEL", want[i].name);
+			cr_assert_eq(num(run, "metrics.nopatch"), want[i].nopatch, "%s: BUFSEL_PATCH", want[i].name);
 			cr_assert_eq(num(run, "metrics.stats"), want[i].stats, "%s: BUFSEL_STATS", want[i].name);
 			cr_assert_eq(num(run, "metrics.cap"), want[i].cap, "%s: --set cap=7", want[i].name);
 			/* The caller's own BUFSEL_* reach the bufsel arms, never the native one. */
@@ -336,7 +340,7 @@ Test(ab, arms_environments_and_ratios, .timeout = 120)
 		}
 		/* Rounds alternate: an arm's place in round 1 mirrors its place in round 2. */
 		double p1 = num(arm, "runs.0.position"), p2 = num(arm, "runs.1.position");
-		cr_assert_eq(p1 + p2, 5, "%s: positions %g and %g do not mirror", want[i].name, p1, p2);
+		cr_assert_eq(p1 + p2, 6, "%s: positions %g and %g do not mirror", want[i].name, p1, p2);
 		cr_assert_eq(num(arm, "summary.metrics.ops_per_s.median"), want[i].preloaded ? 500 : 1000);
 	}
 
@@ -360,8 +364,8 @@ Test(ab, arms_environments_and_ratios, .timeout = 120)
 	}
 	cr_assert_eq(doc.nodes[must(nat, "ratio")].type, JSON_NULL, "native has no ratio");
 	/* One line per bufsel arm. */
-	cr_assert_eq(lines_with_words("ops_per_s 0.500x 0.500x 0.500x higher"), 3, "stdout:\n%s", run_a.out);
-	cr_assert_eq(lines_with_words("lat_us 4.000x 4.000x 4.000x lower"), 3, "stdout:\n%s", run_a.out);
+	cr_assert_eq(lines_with_words("ops_per_s 0.500x 0.500x 0.500x higher"), 4, "stdout:\n%s", run_a.out);
+	cr_assert_eq(lines_with_words("lat_us 4.000x 4.000x 4.000x lower"), 4, "stdout:\n%s", run_a.out);
 }
 
 /* ---- the pool statistics ------------------------------------------------------------------------ */
@@ -568,7 +572,7 @@ Test(ab, bad_command_lines, .timeout = 60)
 {
 	static const struct bad_line cases[] = {
 		{ { "--arms", "native,fast", "--", "true" },
-		  "bufsel: ab: --arms: unknown arm 'fast' (arms: native, emulate, passthrough, kernel56) (bufsel ab "
+		  "bufsel: ab: --arms: unknown arm 'fast' (arms: native, emulate, passthrough, kernel56, trap) (bufsel ab "
 		  "--help)\n" },
 		{ { "--arms", "native,native", "--", "true" }, "bufsel: ab: --arms: 'native' given twice (bufsel ab --help)\n" },
 		{ { "--runs", "0", "--", "true" },
