@@ -124,11 +124,8 @@ static char *put_utf8(char *o, unsigned cp)
 	return o;
 }
 
-/*
- * The length of the well-formed UTF-8 sequence at s (at most n bytes), or 0:
- * no overlong forms, no surrogates, nothing above U+10FFFF.
- */
-static size_t utf8_len(const unsigned char *s, size_t n)
+/* No overlong forms, no surrogates, nothing above U+10FFFF: what a strict reader refuses. */
+size_t json_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -173,7 +170,7 @@ static int parse_string(struct parser *ps, const char **out, size_t *out_len)
 		if (c < 0x20)
 			return parse_error(ps, ps->p, "control character 0x%02x in a string (write it as an escape)", c);
 		if (c >= 0x80) {
-			size_t n = utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+			size_t n = json_utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
 			if (!n)
 				return parse_error(ps, ps->p, "invalid UTF-8 in a string");
 			memcpy(o, ps->p, n);

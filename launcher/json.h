@@ -70,4 +70,7 @@ int json_u64(const struct json_doc *doc, int node, uint64_t *out);
 /* The line and column (both from 1, the column in bytes) where node starts. */
 void json_where(const struct json_doc *doc, int node, size_t *line, size_t *col);
 
+/* The length of the well-formed UTF-8 sequence at s (at most n bytes), or 0. */
+size_t json_utf8_len(const unsigned char *s, size_t n);
+
 #endif

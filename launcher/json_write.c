@@ -4,6 +4,8 @@
  */
 #include "launcher/json_write.h"
 
+#include "launcher/json.h"
+
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
@@ -19,33 +21,6 @@ static void indent(struct json_writer *w)
 	fputc('\n', w->f);
 	for (int i = 0; i < w->depth; i++)
 		fputc(' ', w->f);
-}
-
-/*
- * The length of the well-formed UTF-8 sequence at s (at most n bytes), or 0
- * for a byte that starts none: no overlong forms, no surrogates, nothing
- * above U+10FFFF, which is what a strict reader refuses.
- */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-	if (!len || n < len)
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
 }
 
 static void put_string(FILE *f, const char *str, size_t len)
@@ -71,7 +46,7 @@ static void put_string(FILE *f, const char *str, size_t len)
 			fputc(c, f);
 			i++;
 		} else {
-			size_t n = utf8_len(s + i, len - i);
+			size_t n = json_utf8_len(s + i, len - i);
 			if (n) {
 				fwrite(s + i, 1, n, f);
 				i += n;
