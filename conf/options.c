@@ -114,6 +114,20 @@ static void show_stats(const void *src, char *buf, size_t len)
 	conf_quote(buf, len, p, strlen(p), len > 4 ? len - 4 : 0);
 }
 
+static int parse_fail_alloc(void *dst, const char *v)
+{
+	uint64_t n;
+	if (parse_u64(v, UINT32_MAX, &n))
+		return -EINVAL;
+	((struct bufsel_conf *)dst)->fail_alloc = (uint32_t)n;
+	return 0;
+}
+
+static void show_fail_alloc(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u", ((const struct bufsel_conf *)src)->fail_alloc);
+}
+
 static int parse_cap(void *dst, const char *v)
 {
 	uint64_t n;
@@ -222,6 +236,12 @@ const struct conf_option conf_options[CONF_KEYS] = {
 		.values = "PATH|-|(empty)", .expect = "a path shorter than 4096 bytes", .dflt = "",
 		.help = "where statistics go: a file, '-' for stderr, empty for nowhere; a relative path is taken from the working directory of the process that writes it",
 		.parse = parse_stats, .show = show_stats,
+	},
+	[CONF_FAIL_ALLOC] = {
+		.name = "fail_alloc", .scope = CONF_SCOPE_GLOBAL,
+		.values = "0..4294967295", .expect = "an integer in 0..4294967295", .dflt = "0",
+		.help = "fault injection: the Nth memory allocation bufsel makes for its rings (buffer pools, requests, held chains, its own completions) fails, counted from 1 from the program's start (a forked child goes on from its parent's count), and bufsel says so on stderr; 0: none",
+		.parse = parse_fail_alloc, .show = show_fail_alloc,
 	},
 	[CONF_CAP] = {
 		.name = "cap", .scope = CONF_SCOPE_GROUP,

@@ -57,6 +57,7 @@ enum conf_key {
 	CONF_LOG,
 	CONF_KERNEL,
 	CONF_STATS,
+	CONF_FAIL_ALLOC,
 	CONF_CAP,
 	CONF_MAX_LEN,
 	CONF_ENOBUFS_RATE,
@@ -92,6 +93,8 @@ struct bufsel_conf {
 	unsigned kernel;
 	/* Where statistics go: a path, "-" for stderr, "" for nowhere. */
 	char stats[CONF_PATH_MAX];
+	/* Fault injection: the Nth of bufsel's own allocations fails; 0: none. */
+	uint32_t fail_alloc;
 
 	/* Groups without settings of their own (conf_group_get() chooses). */
 	struct conf_group all;

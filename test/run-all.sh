@@ -37,8 +37,9 @@ done
 # bufsel, not the kernel, handled the provided buffers; policy: what the
 # configured caps, lengths and -ENOBUFS injection, the statistics and
 # configuration errors do to a program's run; report: bufsel report on the
-# statistics of such a run.
-for t in compare emulated policy report; do
+# statistics of such a run; faults: bufsel's own allocations failing, and a
+# ring with no fd left for its shadow.
+for t in compare emulated policy report faults; do
 	if [ -x "$B/test/integration/$t" ]; then
 		# shellcheck disable=SC2086
 		run "integration/$t" "$B/test/integration/$t" ${CRITERION_ARGS:-}
