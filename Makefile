@@ -30,9 +30,10 @@ UNIT_SRCS   := $(wildcard test/unit/*.c)
 UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 # Unit tests link the room they test; none of them links preload/ as a whole,
 # only its pure parts (no system call in them): the shadow layout, the copy
-# paths and the instruction decoder site patching relies on.
+# paths, the heap they allocate from and the instruction decoder site
+# patching relies on.
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
-	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o insn.o)
+	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o heap.o insn.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf
 all: $(B)/libbufsel.so $(B)/bufsel
@@ -103,6 +104,12 @@ $(B)/test/integration/report: test/integration/report.c test/integration/harness
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
+# Faults only bufsel can have (its own allocations failing, no fd left for a
+# shadow), checked by what they must never do to a program.
+$(B)/test/integration/faults: test/integration/faults.c test/integration/harness.c test/integration/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
+
 # bufsel ab on real programs: the arms' environments, the ratios, the pool
 # statistics, failures and bad command lines; reads the JSON with launcher/json.c.
 $(B)/test/integration/ab: test/integration/ab.c test/integration/harness.c test/integration/harness.h \
@@ -111,7 +118,8 @@ $(B)/test/integration/ab: test/integration/ab.c test/integration/harness.c test/
 	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c launcher/json.c -lcriterion -lpthread -lm
 
 INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated \
-	$(B)/test/integration/policy $(B)/test/integration/report $(B)/test/integration/ab
+	$(B)/test/integration/policy $(B)/test/integration/report $(B)/test/integration/ab \
+	$(B)/test/integration/faults
 
 test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 	@sh test/run-all.sh $(B)
@@ -119,7 +127,8 @@ test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 integration: all $(PROG_BINS) $(INTEGRATION_BINS)
 	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated && \
 		BUFSEL_BUILD=$(B) $(B)/test/integration/policy && BUFSEL_BUILD=$(B) $(B)/test/integration/report && \
-		BUFSEL_BUILD=$(B) $(B)/test/integration/ab
+		BUFSEL_BUILD=$(B) $(B)/test/integration/ab && \
+		BUFSEL_BUILD=$(B) $(B)/test/integration/faults
 
 # The same tests with the library, the programs and the tests built with
 # ASan+UBSan; a sanitizer report makes the reporting process fail its test.

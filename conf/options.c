@@ -130,6 +130,20 @@ static void show_patch(const void *src, char *buf, size_t len)
 	snprintf(buf, len, "%s", onoff_names[!!((const struct bufsel_conf *)src)->patch]);
 }
 
+static int parse_fail_alloc(void *dst, const char *v)
+{
+	uint64_t n;
+	if (parse_u64(v, UINT32_MAX, &n))
+		return -EINVAL;
+	((struct bufsel_conf *)dst)->fail_alloc = (uint32_t)n;
+	return 0;
+}
+
+static void show_fail_alloc(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u", ((const struct bufsel_conf *)src)->fail_alloc);
+}
+
 static int parse_cap(void *dst, const char *v)
 {
 	uint64_t n;
@@ -244,6 +258,12 @@ const struct conf_option conf_options[CONF_KEYS] = {
 		.values = "on|off", .expect = "one of on|off", .dflt = "on",
 		.help = "after the first trap at an io_uring call site in the program's code, rewrite that site to jump into bufsel directly (no signal on later calls); off: every such call traps",
 		.parse = parse_patch, .show = show_patch,
+	},
+	[CONF_FAIL_ALLOC] = {
+		.name = "fail_alloc", .scope = CONF_SCOPE_GLOBAL,
+		.values = "0..4294967295", .expect = "an integer in 0..4294967295", .dflt = "0",
+		.help = "fault injection: the Nth memory allocation bufsel makes for its rings (buffer pools, requests, held chains, its own completions) fails, counted from 1 from the program's start (a forked child goes on from its parent's count), and bufsel says so on stderr; 0: none",
+		.parse = parse_fail_alloc, .show = show_fail_alloc,
 	},
 	[CONF_CAP] = {
 		.name = "cap", .scope = CONF_SCOPE_GROUP,

@@ -58,6 +58,7 @@ enum conf_key {
 	CONF_KERNEL,
 	CONF_STATS,
 	CONF_PATCH,
+	CONF_FAIL_ALLOC,
 	CONF_CAP,
 	CONF_MAX_LEN,
 	CONF_ENOBUFS_RATE,
@@ -95,6 +96,8 @@ struct bufsel_conf {
 	char stats[CONF_PATH_MAX];
 	/* Rewrite trapped io_uring call sites to enter bufsel without a signal. */
 	int patch;
+	/* Fault injection: the Nth of bufsel's own allocations fails; 0: none. */
+	uint32_t fail_alloc;
 
 	/* Groups without settings of their own (conf_group_get() chooses). */
 	struct conf_group all;

@@ -1,8 +1,8 @@
 /*
- * Where a pool's memory comes from.  Internal to pool/ and its tests: a pool
- * takes every allocation through the allocator it was created with, so a test
- * can fail the n-th one and check that the pool reports -ENOMEM and stays
- * whole.  The allocator belongs to its pool (no global hook), and is called
+ * Where a pool's memory comes from.  For pool/, its tests and preload/heap.c
+ * (bufsel's fail_alloc): a pool takes every allocation through the allocator
+ * it was created with, so a test can fail the n-th one and check that the
+ * pool reports -ENOMEM and stays whole.  The allocator belongs to its pool (no global hook), and is called
  * under the caller's serialisation of that pool.
  */
 #ifndef BUFSEL_POOL_ALLOC_H

@@ -11,6 +11,8 @@
  */
 #include "preload/ring_io.h"
 
+#include "preload/heap.h"
+
 #include <stdlib.h>
 
 unsigned complete_ready(const struct ring *r)
@@ -35,28 +37,32 @@ static void complete_flags(struct ring *r, unsigned left)
 	if (r->setup_flags & IORING_SETUP_SQPOLL)
 		f |= IORING_SQ_NEED_WAKEUP;
 	atomic_store_explicit(s->sq_flags, f, memory_order_release);
-	atomic_store_explicit(s->cq_overflow, atomic_load_explicit(r->rcq_overflow, memory_order_relaxed),
+	atomic_store_explicit(s->cq_overflow,
+			      atomic_load_explicit(r->rcq_overflow, memory_order_relaxed) + r->cqe_lost,
 			      memory_order_relaxed);
 }
 
-/* Caller holds cq_lock.  Only an allocation failure can lose a CQE; it is
- * counted in r->cqe_lost, which the exit report shows. */
+/* Caller holds cq_lock.  Only an allocation failure, with more than the
+ * reserve waiting, can lose a CQE; the program is told as the kernel tells
+ * of a CQE it had no memory for: the CQ overflow counter goes up. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe)
 {
 	struct cqe_queue *q = &r->synth;
 	if (q->len == q->cap) {
-		unsigned cap = q->cap ? q->cap * 2 : 64;
-		struct io_uring_cqe *v = malloc(cap * sizeof(*v));
+		unsigned cap = q->cap ? q->cap * 2 : CQE_QUEUE_RESERVE;
+		struct io_uring_cqe *v = heap_malloc(cap * sizeof(*v), "completion queue");
 		if (!v) {
 			r->cqe_lost++;
 			return;
 		}
 		for (unsigned i = 0; i < q->len; i++)
 			v[i] = q->v[(q->head + i) % q->cap];
-		free(q->v);
+		if (q->heap)
+			free(q->v);
 		q->v = v;
 		q->cap = cap;
 		q->head = 0;
+		q->heap = 1;
 	}
 	q->v[(q->head + q->len++) % q->cap] = *cqe;
 }
@@ -73,14 +79,24 @@ static unsigned synth_flush(struct ring *r, unsigned stail, unsigned space)
 	return n;
 }
 
+/* Caller holds cq_lock. */
+static void publish_head(struct ring *r)
+{
+	if (!r->cq_waiters)
+		atomic_store_explicit(r->rcq_head, r->rcq_taken, memory_order_release);
+}
+
 unsigned complete_reap(struct ring *r)
 {
 	struct shadow *s = &r->sh;
 	spin_lock(&r->cq_lock);
-	unsigned rhead = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
+	unsigned rhead = r->rcq_taken;
 	unsigned avail = atomic_load_explicit(r->rcq_tail, memory_order_acquire) - rhead;
 	unsigned stail = atomic_load_explicit(s->cq_tail, memory_order_relaxed);
-	unsigned space = s->cq_entries - (stail - atomic_load_explicit(s->cq_head, memory_order_acquire));
+	/* A head the program moved past the tail makes the CQ full, as the
+	 * kernel counts it, not roomier than it is. */
+	unsigned queued = stail - atomic_load_explicit(s->cq_head, memory_order_acquire);
+	unsigned space = s->cq_entries - (queued < s->cq_entries ? queued : s->cq_entries);
 	unsigned taken = 0, posted = synth_flush(r, stail, space);
 
 	while (taken < avail && posted < space && !r->synth.len) {
@@ -91,10 +107,35 @@ unsigned complete_reap(struct ring *r)
 		posted += synth_flush(r, stail + posted, space - posted);
 	}
 	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);
-	atomic_store_explicit(r->rcq_head, rhead + taken, memory_order_release);
+	r->rcq_taken = rhead + taken;
+	publish_head(r);
 	complete_flags(r, avail - taken + r->synth.len);
 	spin_unlock(&r->cq_lock);
 	return posted;
+}
+
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete)
+{
+	spin_lock(&r->cq_lock);
+	unsigned ready = complete_ready(r), want = 0;
+	if (ready < min_complete) {
+		r->cq_waiters++;
+		unsigned unreleased = r->rcq_taken - atomic_load_explicit(r->rcq_head, memory_order_relaxed);
+		want = unreleased + (min_complete - ready);
+		/* The kernel clamps it to the CQ size as well. */
+		if (want > r->rcq_entries)
+			want = r->rcq_entries;
+	}
+	spin_unlock(&r->cq_lock);
+	return want;
+}
+
+void complete_wait_end(struct ring *r)
+{
+	spin_lock(&r->cq_lock);
+	r->cq_waiters--;
+	publish_head(r);
+	spin_unlock(&r->cq_lock);
 }
 
 void complete_sync_cq_flags(struct ring *r)

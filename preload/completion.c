@@ -61,18 +61,29 @@ static void release(struct ring *r, struct req *q)
 	req_free(&r->reqs, q);
 }
 
+/*
+ * A RECVMSG's results the kernel wrote into bufsel's msghdr, written back to
+ * the program's as the kernel writes them after a receive: a msghdr the
+ * program can no longer write fails the receive with -EFAULT, although the
+ * data was taken.  0 or -EFAULT.
+ */
+static int write_back_msghdr(const struct req *q)
+{
+	if (!q->prog_msg || !q->msg)
+		return 0;
+	const struct msghdr *m = q->msg;
+	struct msghdr *pm = (struct msghdr *)(uintptr_t)q->prog_msg;
+	if (copy_to_prog(&pm->msg_namelen, &m->msg_namelen, sizeof(m->msg_namelen)) ||
+	    copy_to_prog(&pm->msg_flags, &m->msg_flags, sizeof(m->msg_flags)) ||
+	    copy_to_prog(&pm->msg_controllen, &m->msg_controllen, sizeof(m->msg_controllen)))
+		return -EFAULT;
+	return 0;
+}
+
 /* What the kernel posts for the receive itself, and the rest of its chain. */
 static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, int succeeded)
 {
 	int post_it = 1;
-	if (q->prog_msg && q->msg) {
-		/* The kernel wrote these into bufsel's msghdr. */
-		const struct msghdr *m = q->msg;
-		struct msghdr *pm = (struct msghdr *)(uintptr_t)q->prog_msg;
-		copy_to_prog(&pm->msg_namelen, &m->msg_namelen, sizeof(m->msg_namelen));
-		copy_to_prog(&pm->msg_controllen, &m->msg_controllen, sizeof(m->msg_controllen));
-		copy_to_prog(&pm->msg_flags, &m->msg_flags, sizeof(m->msg_flags));
-	}
 	if ((q->flags & REQ_SKIP_SUCCESS) && succeeded)
 		post_it = 0;
 	if (q->timeout && q->timeout->stashed) {
@@ -101,6 +112,12 @@ static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
 		return 0;
 	int v = 0, fd = q->orig.fd;
+	/* Only stream sockets say how much more is queued (msg_inq): the
+	 * kernel reports nothing for datagram and seqpacket ones. */
+	socklen_t tlen = sizeof(v);
+	if (sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&tlen, 0) || v != SOCK_STREAM)
+		return 0;
+	v = 0;
 	if (res > 0 && sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
 		return IORING_CQE_F_SOCK_NONEMPTY;
 	/* TCP counts a FIN that has arrived as still queued. */
@@ -117,6 +134,8 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 {
 	req_recv_unbound(&r->reqs, q);
 	cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
+	if (cqe->res >= 0 && write_back_msghdr(q))
+		cqe->res = -EFAULT;
 	int got = cqe->res > 0;
 	spin_lock(&r->pool_lock);
 	if (got) {

@@ -73,21 +73,36 @@ static unsigned reap_and_follow(struct ring *r)
 static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
 		       size_t argsz)
 {
+	/* What completed by now is in the CQ when the kernel's enter returns,
+	 * even when the CQ already held enough. */
+	reap_and_follow(r);
 	unsigned ready = complete_ready(r);
-	if (ready < min_complete || !min_complete || r->ready)
-		ready += reap_and_follow(r);
 	long ret;
 	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run.
 	 * A completion bufsel consumes itself does not count for the program,
 	 * so the wait goes on until the shadow has what was asked. */
 	do {
-		if (min_complete && ready >= min_complete)
-			return 0;
-		if (r->has_mover)
+		if (min_complete && ready >= min_complete) {
+			/* The kernel reads an EXT_ARG argument before it looks at
+			 * the CQ: a bad one fails even with completions ready. */
+			if (!(flags & IORING_ENTER_EXT_ARG))
+				return 0;
+			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+			reap_and_follow(r);
+			return ret < 0 ? ret : 0;
+		}
+		if (r->has_mover) {
 			ret = mover_wait(r, min_complete, flags, argp, argsz);
-		else
-			ret = real_enter(r, 0, min_complete > ready ? min_complete - ready : 0,
-					 flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+		} else if (!min_complete) {
+			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+		} else {
+			unsigned want = complete_wait_begin(r, min_complete);
+			ret = 0;
+			if (want) {
+				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+				complete_wait_end(r);
+			}
+		}
 		reap_and_follow(r);
 		ready = complete_ready(r);
 	} while (ret >= 0 && min_complete && ready < min_complete);

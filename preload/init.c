@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "preload/crash.h"
+#include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/patch.h"
 #include "preload/ring.h"
@@ -34,6 +35,11 @@ static void after_fork_child(void)
 	atomic_store(&bufsel.sigsys_lock, 0);
 }
 
+static void report_fail_alloc(unsigned long n, const char *what)
+{
+	log_warn("fail_alloc: allocation %lu (%s) fails, as configured", n, what);
+}
+
 __attribute__((constructor)) static void bufsel_init(void)
 {
 	char err[4096];
@@ -41,6 +47,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 		sys_write(2, err, strlen(err));
 		_exit(1);
 	}
+	heap_inject(bufsel.conf.fail_alloc, report_fail_alloc);
 	signals_init();
 	site_init();
 	crash_init();

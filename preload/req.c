@@ -1,5 +1,7 @@
 #include "preload/req.h"
 
+#include "preload/heap.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@ static int req_grow(struct req_table *t)
 {
 	if (t->nchunks == REQ_CHUNKS)
 		return -1;
-	struct req *c = calloc(REQ_CHUNK, sizeof(*c));
+	struct req *c = heap_calloc(REQ_CHUNK, sizeof(*c), "request table");
 	if (!c)
 		return -1;
 	uint32_t base = t->nchunks * REQ_CHUNK;
@@ -49,7 +51,7 @@ int req_hold(struct req *q, const struct io_uring_sqe *sqe)
 {
 	if (q->nheld == q->capheld) {
 		uint32_t cap = q->capheld ? q->capheld * 2 : 4;
-		struct io_uring_sqe *v = realloc(q->held, cap * sizeof(*v));
+		struct io_uring_sqe *v = heap_realloc(q->held, cap * sizeof(*v), "held chain");
 		if (!v)
 			return -ENOMEM;
 		q->held = v;

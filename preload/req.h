@@ -74,6 +74,7 @@ struct req {
 	uint8_t receiving;		/* RECV_MULTI: a receive (not a poll) is in the kernel */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
+	struct io_uring_sqe *poll_slot;	/* RECV_WAIT: its POLL_ADD's real slot, while the batch drains */
 	struct req *owner;		/* LINK_TIMEOUT: the receive it guards */
 	struct io_uring_cqe stash;	/* LINK_TIMEOUT's CQE, posted after the receive's */
 	uint8_t stashed;

@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/opdef.h"
 #include "preload/req.h"
@@ -293,7 +294,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 	if (def->buf == BUF_IOVEC) {
 		sqe->addr = (uint64_t)(uintptr_t)&q->iov;
 	} else if (def->buf == BUF_MSGHDR) {
-		if (!q->msg && !(q->msg = malloc(sizeof(*q->msg))))
+		if (!q->msg && !(q->msg = heap_malloc(sizeof(*q->msg), "msghdr")))
 			return -ENOMEM;
 		*q->msg = *msg;
 		q->msg->msg_iov = &q->iov;
@@ -381,7 +382,8 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
  * flags, so a LINK_TIMEOUT behind it guards the wait).  Returns the request
  * that holds the rest of the chain.
  */
-static struct req *recv_defer(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+static struct req *recv_defer(struct ring *r, struct io_uring_sqe *sqe, uint32_t want,
+			      const struct msghdr *msg, struct rewrite_undo *u)
 {
 	struct req *q = req_alloc(&r->reqs);
 	if (!q) {
@@ -391,6 +393,10 @@ static struct req *recv_defer(struct ring *r, struct io_uring_sqe *sqe, struct r
 	q->kind = REQ_RECV_WAIT;
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
+	/* The kernel reads the msghdr and its iovec once, at submission: what
+	 * the program does to them while the receive waits changes nothing. */
+	q->want = want;
+	q->tmpl = *msg;
 	q->wait_start = now_ns();
 	uint8_t flags = sqe->flags & (IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_ASYNC | SQE_LINK_FLAGS);
 	uint16_t personality = sqe->personality;
@@ -402,6 +408,7 @@ static struct req *recv_defer(struct ring *r, struct io_uring_sqe *sqe, struct r
 	sqe->personality = personality;
 	sqe->poll32_events = POLLIN | POLLRDHUP;
 	sqe->user_data = req_tag(&r->reqs, q);
+	q->poll_slot = sqe;
 	u->kind = UNDO_REQ;
 	u->req = q;
 	return q;
@@ -411,7 +418,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 			       struct rewrite_undo *u)
 {
 	uint32_t want;
-	struct msghdr msg;
+	struct msghdr msg = { 0 };
 	int res = read_request(sqe, def, &want, &msg);
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_PREP, u);
@@ -433,20 +440,17 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 			return NULL;
 		}
 	}
-	return recv_defer(r, sqe, u);
+	return recv_defer(r, sqe, want, &msg, u);
 }
 
 int rewrite_bind_recv(struct ring *r, struct req *q)
 {
 	struct io_uring_sqe *sqe = &q->orig;
 	const struct opdef *def = opdef_get(sqe->opcode);
-	uint32_t want;
-	struct msghdr msg;
-	int res = read_request(sqe, def, &want, &msg);
-	if (res)
-		return res;
+	uint32_t want = q->want;
+	struct msghdr msg = q->tmpl;
 	spin_lock(&r->pool_lock);
-	res = pool_select(r->pool, sqe->buf_group, &q->buf);
+	int res = pool_select(r->pool, sqe->buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
 		pool_putback(r->pool, &q->buf);
 		res = -ENOBUFS;
@@ -583,7 +587,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	if (def->buf == BUF_MSGHDR) {
 		q->tmpl = tmpl;
 		q->prog_msg = sqe->addr;
-		if (!(q->msg = malloc(sizeof(*q->msg)))) {
+		if (!(q->msg = heap_malloc(sizeof(*q->msg), "msghdr"))) {
 			req_free(&r->reqs, q);
 			standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
 			return NULL;
@@ -777,8 +781,16 @@ static int rewrite_hold(struct ring *r, void *capture, struct io_uring_sqe *sqe,
 {
 	struct req *q = capture;
 	u->kind = UNDO_NONE;
-	if (q->kind == REQ_RECV_WAIT && !q->nheld && !q->timeout &&
-	    sqe->opcode == IORING_OP_LINK_TIMEOUT) {
+	int first = q->kind == REQ_RECV_WAIT && !q->nheld && !q->timeout;
+	if (first && sqe->opcode != IORING_OP_LINK_TIMEOUT && q->poll_slot) {
+		/* What follows is held, so the POLL_ADD ends the kernel's chain:
+		 * linked to nothing, the kernel would take it for a chain whose
+		 * end never came and hand it to a worker thread, where a cancel
+		 * can find it running (-EALREADY) and miss it. */
+		q->poll_slot->flags &= ~SQE_LINK_FLAGS;
+	}
+	q->poll_slot = NULL;
+	if (first && sqe->opcode == IORING_OP_LINK_TIMEOUT) {
 		/* The timeout guards the wait: it stays linked to the POLL_ADD,
 		 * and what follows it waits with the receive. */
 		struct req *t = req_alloc(&r->reqs);
@@ -794,9 +806,18 @@ static int rewrite_hold(struct ring *r, void *capture, struct io_uring_sqe *sqe,
 			return 1;
 		}
 	}
-	if (req_hold(q, sqe))
-		log_error("out of memory holding a chain: an SQE of it is lost");
-	return 0;
+	if (!req_hold(q, sqe))
+		return 0;
+	/* No memory to hold it: it fails with -ENOMEM from its own real slot,
+	 * and the rest of the chain goes to the kernel linked behind it (so it
+	 * is cancelled, as behind any failed link); what was held before it
+	 * now ends the held part of the chain. */
+	log_error("out of memory holding a chain: an SQE of it fails with -ENOMEM");
+	struct io_uring_sqe *last = q->nheld ? &q->held[q->nheld - 1] : q->kind == REQ_RECV_WAIT ? &q->orig : NULL;
+	if (last)
+		last->flags &= ~SQE_LINK_FLAGS;
+	standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
+	return 2;
 }
 
 void rewrite_undo(struct ring *r, struct rewrite_undo *u)

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
 #include "preload/state.h"
@@ -82,7 +83,8 @@ static void note_held_peak(unsigned long peak)
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
 {
 	size_t undo = (size_t)sq_entries * sizeof(*r->undo);
-	size_t len = undo + (size_t)sq_entries * sizeof(*r->prog_end);
+	size_t prog_end = (size_t)sq_entries * sizeof(*r->prog_end);
+	size_t len = undo + prog_end + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe);
 	void *m = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (sys_is_err((long)m))
 		return (int)(long)m;
@@ -90,6 +92,7 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
 	r->scratch_len = len;
 	r->undo = m;
 	r->prog_end = (unsigned *)((char *)m + undo);
+	r->synth = (struct cqe_queue){ .v = (void *)((char *)m + undo + prog_end), .cap = CQE_QUEUE_RESERVE };
 	return 0;
 }
 
@@ -113,7 +116,7 @@ int ring_pool(struct ring *r)
 {
 	int err = 0;
 	spin_lock(&r->pool_lock);
-	if (!r->pool && !(err = pool_create(&r->pool)))
+	if (!r->pool && !(err = pool_create_with(&r->pool, &heap_pool_allocator)))
 		pool_set_policy(r->pool, policy_for, NULL);
 	spin_unlock(&r->pool_lock);
 	return err;
@@ -154,7 +157,8 @@ static void ring_destroy(struct ring *r)
 		sys_munmap(r->scratch, r->scratch_len);
 	r->scratch = NULL;
 	r->prog_end = NULL;
-	free(r->synth.v);
+	if (r->synth.heap)
+		free(r->synth.v);
 	r->synth = (struct cqe_queue){0};
 	r->pool = NULL;
 	r->undo = NULL;
@@ -266,8 +270,13 @@ struct ring *ring_get_registered(unsigned index)
 
 void ring_set_registered(unsigned index, struct ring *r)
 {
-	if (index < REG_RING_MAX)
-		reg_rings[index] = r;
+	if (index >= REG_RING_MAX)
+		return;
+	if (reg_rings[index])
+		atomic_fetch_sub(&reg_rings[index]->registered, 1);
+	if (r)
+		atomic_fetch_add(&r->registered, 1);
+	reg_rings[index] = r;
 }
 
 /* Drops the table's reference; the ring goes when its last user does. */
@@ -282,9 +291,16 @@ static void ring_release(struct ring *r)
 }
 
 /* Does any fd of the process other than bufsel's own refer to r's file? */
-static int ring_alive(const struct ring *r)
+static int ring_alive(struct ring *r)
 {
 	if (same_file(r->prog_fd, r))
+		return 1;
+	/* The program's fd number is no longer this ring's: a new ring (or any
+	 * file) may get it, and must not be taken for this one. */
+	r->prog_fd = -1;
+	/* A registered index keeps the ring in use without any fd (a thread
+	 * that exits takes its registrations along unseen: such a ring stays). */
+	if (atomic_load(&r->registered) > 0)
 		return 1;
 	int dir = (int)sys_call6(SYS_openat, AT_FDCWD, (long)"/proc/self/fd",
 				 O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
@@ -326,8 +342,15 @@ void ring_closed(int fd)
 
 void ring_after_fork(void)
 {
+	/* Another thread of the parent may have held any of these when it
+	 * forked; it does not exist in the child, which would wait for ever
+	 * (its exit report reads every pool). */
 	for_each_slot(r) {
 		atomic_store(&r->sq_lock.v, 0);
 		atomic_store(&r->cq_lock.v, 0);
+		atomic_store(&r->pool_lock.v, 0);
+		atomic_store(&r->reqs.lock.v, 0);
+		/* The threads that waited are not in the child. */
+		r->cq_waiters = 0;
 	}
 }

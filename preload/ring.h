@@ -37,7 +37,8 @@ struct ring_hooks {
 	void *(*rewrite)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u,
 			 int in_chain);
 	/* An SQE of a chain a request took: 0 if held, 1 if it was rewritten
-	 * in place and must take a real slot after all (undo in *u). */
+	 * in place and must take a real slot after all (undo in *u), 2 the
+	 * same, and the request takes no more of the chain. */
 	int (*hold)(struct ring *r, void *capture, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	void (*undo)(struct ring *r, struct rewrite_undo *u);
 	/* A real CQE: 1 to post (possibly patched), 0 to hide. */
@@ -48,10 +49,15 @@ struct ring_hooks {
 	void (*followup)(struct ring *r);
 };
 
-/* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock). */
+/* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock).
+ * It starts on CQE_QUEUE_RESERVE entries of the ring's scratch mapping, so
+ * that only a larger backlog needs the heap. */
+#define CQE_QUEUE_RESERVE 64
+
 struct cqe_queue {
 	struct io_uring_cqe *v;
 	unsigned head, len, cap;
+	int heap;		/* v came from the heap (else it is the reserve) */
 };
 
 struct ring {
@@ -77,6 +83,20 @@ struct ring {
 
 	struct spin sq_lock, cq_lock;
 
+	/*
+	 * The kernel sleeps in io_uring_enter until the real CQ tail reaches
+	 * the real head it read at the start plus min_complete.  A thread that
+	 * moves CQEs into the shadow advances that head; had it done so after
+	 * a waiter looked at the shadow and before the kernel read the head,
+	 * the waiter would sleep on for CQEs that are already in the shadow.
+	 * So while any thread waits, CQEs are taken without publishing the
+	 * head, and a waiter asks the kernel for the CQEs taken but not yet
+	 * released on top of what it lacks (complete_wait_begin).  Both under
+	 * cq_lock.
+	 */
+	unsigned rcq_taken;	/* real CQEs bufsel has taken: the real head, once published */
+	unsigned cq_waiters;	/* threads between complete_wait_begin and _end */
+
 	/* Buffer selection: the ring's legacy groups and the requests bufsel
 	 * rewrote.  pool_lock guards the pool (drain and completion both use
 	 * it); the request table has its own lock. */
@@ -88,7 +108,8 @@ struct ring {
 	struct req *ready;		/* chains completions made ready to issue (cq_lock) */
 	struct req *parked;		/* receives whose data came while their group was empty
 					 * but bufsel's own receives held its buffers (cq_lock) */
-	unsigned long cqe_lost;		/* CQEs bufsel made but found no memory for */
+	unsigned cqe_lost;		/* CQEs bufsel made but found no memory for: in the
+					 * shadow's overflow counter, as the kernel counts its own */
 	struct rewrite_undo *undo;	/* one per SQ entry: the batch being drained */
 	unsigned *prog_end;		/* per real slot: program SQEs consumed through it */
 	void *scratch;			/* the mapping undo and prog_end live in */
@@ -98,6 +119,10 @@ struct ring {
 
 	int has_mover;		/* SQPOLL: a bufsel thread moves completions */
 	int mover_wake_fd;	/* eventfd that tells the mover the ring is gone */
+
+	/* IORING_REGISTER_RING_FDS entries that name the ring: the kernel keeps
+	 * a registered ring for them, fd or no fd, and so does bufsel. */
+	atomic_int registered;
 
 	/* Table bookkeeping: the table holds one reference while live is set,
 	 * every user of a lookup one more; the last put tears the ring down and

@@ -40,6 +40,13 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 unsigned complete_reap(struct ring *r);
 unsigned complete_ready(const struct ring *r);
 void complete_sync_cq_flags(struct ring *r);
+/*
+ * Around a wait in the kernel for CQEs the shadow lacks: begin returns the
+ * min_complete to pass to the kernel, or 0 when the shadow already holds
+ * min_complete (then there is no wait, and no end).  Take cq_lock.
+ */
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete);
+void complete_wait_end(struct ring *r);
 /* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 

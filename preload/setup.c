@@ -74,6 +74,7 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 	r->rcq_tail = (void *)(c + p->cq_off.tail);
 	r->rcq_overflow = (void *)(c + p->cq_off.overflow);
 	r->rcq_flags = p->cq_off.flags ? (void *)(c + p->cq_off.flags) : NULL;
+	r->rcq_taken = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
 	r->rcq_mask = *(unsigned *)(c + p->cq_off.ring_mask);
 	r->rcq_entries = *(unsigned *)(c + p->cq_off.ring_entries);
 	r->rcqes = (void *)(c + p->cq_off.cqes);
@@ -145,8 +146,19 @@ long emu_setup(const long a[6])
 		err = map_shadow(r, &p);
 	if (!err)
 		err = ring_scratch_alloc(r, p.sq_entries);
-	if (err)
-		goto fail;
+	if (err) {
+		/* bufsel's own fds or memory ran out where the kernel's ring did
+		 * not (a program at its RLIMIT_NOFILE with one fd left): the
+		 * program still gets the ring it would get natively. */
+		log_warn("ring fd %ld: no room for a shadow (%s): passed through to the kernel", fd,
+			 strerror(-err));
+		ring_abandon(r);
+		if (copy_to_prog(up, &p, sizeof(p))) {
+			sys_close((int)fd);
+			return -EFAULT;
+		}
+		return fd;
+	}
 	r->hooks = &rewrite_hooks;
 
 	struct io_uring_params out = p;

@@ -29,7 +29,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	if (st->capture) {
 		*sqe = *src;
 		int place = r->hooks->hold(r, st->capture, sqe, &r->undo[st->copied]);
-		if (!st->linked)
+		if (!st->linked || place == 2)
 			st->capture = NULL;
 		if (!place)
 			return 0;

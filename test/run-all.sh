@@ -37,8 +37,10 @@ done
 # bufsel, not the kernel, handled the provided buffers; policy: what the
 # configured caps, lengths and -ENOBUFS injection, the statistics and
 # configuration errors do to a program's run; report: bufsel report on the
-# statistics of such a run; ab: bufsel ab, native against bufsel, on real programs.
-for t in compare emulated policy report ab; do
+# statistics of such a run; ab: bufsel ab, native against bufsel, on real
+# programs; faults: bufsel's own allocations failing, and a ring with no fd
+# left for its shadow.
+for t in compare emulated policy report ab faults; do
 	if [ -x "$B/test/integration/$t" ]; then
 		# shellcheck disable=SC2086
 		run "integration/$t" "$B/test/integration/$t" ${CRITERION_ARGS:-}

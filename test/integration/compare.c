@@ -91,6 +91,15 @@
 	X(pol_maxlen, 10, true, true)          \
 	X(pol_inject, 10, true, true)          \
 	X(pol_stats, 10, true, true)           \
+	X(stress_recv, 60, true, true)         \
+	X(stress_signals, 60, true, true)      \
+	X(stress_overflow, 20, true, true)     \
+	X(stress_fork, 60, true, true)         \
+	X(fault_sqe, 20, true, true)           \
+	X(fault_ring, 20, true, false)         \
+	X(fault_limits, 20, true, true)        \
+	X(fault_alloc, 30, true, true)         \
+	X(fault_close, 30, true, true)         \
 	X(no_uring, 10, false, true)
 
 struct prog {
