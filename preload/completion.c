@@ -100,11 +100,16 @@ static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 		return kflags & IORING_CQE_F_SOCK_NONEMPTY;
 	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
 		return 0;
+	/* The kernel knows what is left only where the protocol reports it,
+	 * on stream sockets; a datagram socket never gets the flag. */
 	int v = 0, fd = q->orig.fd;
-	if (res > 0 && sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
+	socklen_t len = sizeof(v);
+	if (sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&len, 0) || v != SOCK_STREAM)
+		return 0;
+	if (sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
 		return IORING_CQE_F_SOCK_NONEMPTY;
 	/* TCP counts a FIN that has arrived as still queued. */
-	socklen_t len = sizeof(v);
+	len = sizeof(v);
 	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 	int tcp = sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_PROTOCOL, (long)&v, (long)&len, 0) == 0 &&
 		  v == IPPROTO_TCP;
@@ -167,7 +172,7 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 	}
 	cqe->user_data = q->user_data;
 	cqe->res = res;
-	cqe->flags = 0;
+	cqe->flags = res == -ENOBUFS ? q->cflags : 0;	/* a NULL buffer RECVMSG consumed */
 	fail_waiting_recv(r, q, cqe);
 	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
 	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
@@ -202,11 +207,31 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	return post_it;
 }
 
+/*
+ * A multishot stream posted its last CQE: the rest of its chain (held since
+ * submission) runs now, or gets -ECANCELED if the stream failed, unless the
+ * link is a hard one.
+ */
+static void multi_end(struct ring *r, struct req *q, int res)
+{
+	if (q->nheld && (res >= 0 || (q->flags & REQ_HARDLINK))) {
+		q->kind = REQ_SENTINEL;		/* only the held chain is left to issue */
+		make_ready(r, q);
+		return;
+	}
+	cancel_held(r, q);
+	req_free(&r->reqs, q);
+}
+
 /* One step of a multishot receive came back. */
 static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	int res = cqe->res;
 	unsigned kflags = q->receiving ? sock_nonempty(q, res, cqe->flags) : 0;
+	/* The last CQE keeps "more is queued" when a receive ended the stream
+	 * (an end of file, a fault): the kernel's is set by what that
+	 * receive saw, whatever its result. */
+	unsigned nonempty = 0;
 	cqe->user_data = q->user_data;
 	cqe->flags = 0;
 	if (!q->receiving) {
@@ -220,6 +245,22 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	}
 	int msg = q->orig.opcode == IORING_OP_RECVMSG;
 	if (res > 0 || (msg && res == 0)) {
+		struct io_uring_recvmsg_out out = {
+			.namelen = msg ? q->msg->msg_namelen : 0,
+			.controllen = msg ? (uint32_t)q->msg->msg_controllen : 0,
+			.payloadlen = (uint32_t)res,
+			.flags = msg ? (uint32_t)q->msg->msg_flags : 0,
+		};
+		/* The header the kernel writes at the buffer's start: where it
+		 * cannot, the stream ends with -EFAULT and the buffer goes back. */
+		if (msg && copy_to_prog((void *)(uintptr_t)q->buf.addr, &out, sizeof(out))) {
+			spin_lock(&r->pool_lock);
+			pool_putback(r->pool, &q->buf);
+			spin_unlock(&r->pool_lock);
+			res = -EFAULT;
+			nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
+			goto end;
+		}
 		spin_lock(&r->pool_lock);
 		pool_consume_bytes(r->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->pool_lock);
@@ -227,32 +268,38 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
 			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		if (msg) {
-			/* The header the kernel writes at the buffer's start; the
-			 * result counts it and the room for name and control. */
-			struct io_uring_recvmsg_out out = {
-				.namelen = q->msg->msg_namelen,
-				.controllen = (uint32_t)q->msg->msg_controllen,
-				.payloadlen = (uint32_t)res,
-				.flags = (uint32_t)q->msg->msg_flags,
-			};
-			copy_to_prog((void *)(uintptr_t)q->buf.addr, &out, sizeof(out));
+			/* The result counts the header and the room for name and
+			 * control. */
 			cqe->res = (int)(sizeof(out) + q->tmpl.msg_namelen + q->tmpl.msg_controllen) + res;
 			if (res == 0) {
 				/* End of file: the stream's last CQE still carries a buffer. */
 				cqe->flags &= ~IORING_CQE_F_MORE;
 				complete_post(r, cqe);
-				req_free(&r->reqs, q);
+				multi_end(r, q, 0);
 				return 0;
 			}
 		}
+		q->want = 0;	/* a first cap (iovec, kept length) holds until the first CQE */
 		complete_post(r, cqe);
-		/* More is queued: the next buffer is taken at once, and an empty
-		 * group ends the stream now, as the kernel's retry does. */
-		if (kflags & IORING_CQE_F_SOCK_NONEMPTY) {
+		/* More is queued (or the socket cannot tell): the next buffer is
+		 * taken at once, and an empty group ends the stream now, as the
+		 * kernel's retry does.  Known empty: wait, or end with -EAGAIN if
+		 * the request may not wait. */
+		if ((kflags & IORING_CQE_F_SOCK_NONEMPTY) || q->inq_unknown) {
+			/* 6.18 receives at most 32 more times in one go
+			 * (MULTISHOT_MAX_RETRY), then queues the request again;
+			 * one that may not wait ends there with -EAGAIN. */
+			if ((q->orig.msg_flags & MSG_DONTWAIT) && ++q->loops > 32) {
+				res = -EAGAIN;
+				goto end;
+			}
 			if ((res = rewrite_multi_recv(r, q))) {
 				cqe->flags = 0;
 				goto end;
 			}
+		} else if (q->orig.msg_flags & MSG_DONTWAIT) {
+			res = -EAGAIN;
+			goto end;
 		} else {
 			rewrite_multi_poll(r, q);
 		}
@@ -263,18 +310,21 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	pool_putback(r->pool, &q->buf);
 	spin_unlock(&r->pool_lock);
 	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
-		/* The data went elsewhere: wait for more. */
+		/* The data went elsewhere: wait for more.  A RECV keeps the
+		 * length of the buffer it tried (first_attempt in rewrite.c). */
+		if (q->orig.opcode == IORING_OP_RECV)
+			q->want = q->next.len;
 		rewrite_multi_poll(r, q);
 		make_ready(r, q);
 		return 0;
 	}
+	nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
 end:
 	cqe->res = res;
-	/* The stream's last CQE: an end of file keeps the kernel's "more is
-	 * queued" (a FIN counts), everything else is bare. */
-	cqe->flags = res == 0 && q->receiving ? (kflags & IORING_CQE_F_SOCK_NONEMPTY) : 0;
+	cqe->flags = res == -ENOBUFS ? q->cflags	/* a NULL buffer RECVMSG consumed */
+				     : nonempty;
 	complete_post(r, cqe);
-	req_free(&r->reqs, q);
+	multi_end(r, q, res);
 	return 0;
 }
 
@@ -292,6 +342,14 @@ int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 			cqe->res = q->res;
 			cqe->flags = q->cflags;
 		}
+		if (q->flags & REQ_STANDIN_BUF) {
+			spin_lock(&r->pool_lock);
+			if (cqe->res == q->res && (cqe->flags & IORING_CQE_F_BUFFER))
+				pool_consume(r->pool, &q->buf);
+			else
+				pool_putback(r->pool, &q->buf);
+			spin_unlock(&r->pool_lock);
+		}
 		req_free(&r->reqs, q);
 		return 1;
 	case REQ_READ_SEL:
@@ -302,6 +360,9 @@ int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 		return complete_recv_wait(r, q, cqe);
 	case REQ_RECV_MULTI:
 		return complete_recv_multi(r, q, cqe);
+	case REQ_PROBE:
+		req_free(&r->reqs, q);
+		return 0;
 	case REQ_CANCEL_ALL:
 		cqe->user_data = q->user_data;
 		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;
@@ -352,7 +413,9 @@ void rewrite_followup(struct ring *r)
 		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL     ? &q->orig
 						   : q->kind == REQ_RECV_MULTI ? &q->next
 									       : NULL;
-		int n = submit_held(r, first, q->held, q->nheld);
+		/* A stream's next step goes alone: its chain waits for its end. */
+		int multi = q->kind == REQ_RECV_MULTI;
+		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0) {
 			log_error("no room in the real SQ for a held chain: its SQEs are cancelled");
 			spin_lock(&r->cq_lock);
@@ -363,7 +426,8 @@ void rewrite_followup(struct ring *r)
 			n = 0;
 		}
 		placed += (unsigned)n;
-		q->nheld = 0;
+		if (!multi)
+			q->nheld = 0;
 		if (q->kind == REQ_SENTINEL || (q->kind == REQ_RECV_WAIT && !first))
 			release(r, q);
 	}

@@ -33,6 +33,7 @@ enum req_kind {
 	REQ_LINK_TIMEOUT,	/* the program's LINK_TIMEOUT on a waiting receive */
 	REQ_RECV_MULTI,		/* a multishot RECV: a poll, then one receive per buffer */
 	REQ_CANCEL_ALL,		/* the program's cancel-all by user_data: res more were found */
+	REQ_PROBE,		/* a NOP behind a part of a batch: did the kernel take it all? */
 };
 
 enum req_flags {
@@ -43,6 +44,7 @@ enum req_flags {
 	REQ_HARDLINK = 1 << 4,		/* the chain goes on after a failure */
 	REQ_DONE = 1 << 5,		/* its CQE is posted; only a LINK_TIMEOUT keeps it */
 	REQ_WAITALL = 1 << 6,		/* MSG_WAITALL: a short receive fails the link */
+	REQ_STANDIN_BUF = 1 << 7,	/* STANDIN: holds buf, consumed when its CQE reports it */
 };
 
 struct req {
@@ -70,6 +72,10 @@ struct req {
 	struct io_uring_sqe orig;	/* RECV_WAIT, RECV_MULTI: the program's receive */
 	struct io_uring_sqe next;	/* RECV_MULTI: the SQE to issue next */
 	uint8_t receiving;		/* RECV_MULTI: a receive (not a poll) is in the kernel */
+	uint8_t inq_unknown;		/* RECV_MULTI: the socket's receive does not report
+					 * what is left queued (datagrams): the kernel tries
+					 * again at once after every CQE */
+	uint8_t loops;			/* RECV_MULTI, MSG_DONTWAIT: receives in a row */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
 	struct req *owner;		/* LINK_TIMEOUT: the receive it guards */
