@@ -214,6 +214,34 @@ bench: all bench-progs $(B)/bench/suite
 bench-quick: all bench-progs $(B)/bench/suite
 	$(B)/bench/suite --quick $(BENCH_OPTS)
 
+# Differential fuzzing against the kernel (docs/reliability.md): seqfuzz runs
+# random, reproducible operation sequences on provided buffers and prints their
+# transcripts; difffuzz runs them natively and under bufsel and compares.
+#   make fuzz-quick                                  10,000 sequences (in make test)
+#   make fuzz SEQUENCES=1000000 [SEED=S] [FUZZ_SECONDS=T]
+SEQUENCES    ?= 100000
+SEED         ?= 1
+FUZZ_SECONDS ?= 0
+SEQFUZZ_SRCS := test/fuzz/seqfuzz.c test/fuzz/seq_gen.c test/fuzz/seq_reap.c
+FUZZ_BINS    := $(B)/test/fuzz/seqfuzz $(B)/test/fuzz/difffuzz
+
+$(B)/test/fuzz/seqfuzz: $(SEQFUZZ_SRCS) test/fuzz/seqfuzz.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(SEQFUZZ_SRCS) -luring
+
+$(B)/test/fuzz/difffuzz: test/fuzz/difffuzz.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
+
+fuzz-quick: all $(FUZZ_BINS)
+	$(B)/test/fuzz/difffuzz --build $(B) --sequences 10000 --seed 1
+
+fuzz: all $(FUZZ_BINS)
+	$(B)/test/fuzz/difffuzz --build $(B) --sequences $(SEQUENCES) --seed $(SEED) --seconds $(FUZZ_SECONDS)
+
+test: $(FUZZ_BINS)
+.PHONY: fuzz fuzz-quick
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(B)/libbufsel.so $(DESTDIR)$(PREFIX)/lib/libbufsel.so

@@ -194,6 +194,16 @@ uint32_t pool_available(const struct pool *p, uint16_t bgid)
 	return g && g->kind == GROUP_LEGACY ? g->count : 0;
 }
 
+int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out)
+{
+	const struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_LEGACY || !g->count)
+		return -ENOBUFS;
+	const struct pool_slot *s = &g->slots[g->head];
+	*out = (struct pool_buf){ .addr = s->addr, .len = s->len, .bid = s->bid, .bgid = g->bgid };
+	return 0;
+}
+
 void pool_putback(struct pool *p, const struct pool_buf *b)
 {
 	struct group *g = table_get(p, b->bgid);

@@ -182,6 +182,9 @@ int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out);
 /* Buffers in legacy group bgid now (0 if none or not legacy): what the
  * kernel's REQ_F_BL_EMPTY tells after a selection. */
 uint32_t pool_available(const struct pool *p, uint16_t bgid);
+/* The buffer a selection would take now, left where it is and counted
+ * nowhere: 0, or -ENOBUFS if the group has none (policies are not asked). */
+int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out);
 /* The kernel gives a selected buffer back: to the head of the legacy group
  * that holds b->bgid now, or dropped if there is none.  Never allocates. */
 void pool_putback(struct pool *p, const struct pool_buf *b);

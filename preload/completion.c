@@ -119,17 +119,16 @@ static unsigned sock_nonempty_asked(const struct req *q, int res)
 {
 	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
 		return 0;
+	/* The kernel knows what is left only where the protocol reports it,
+	 * on stream sockets; a datagram socket never gets the flag. */
 	int v = 0, fd = q->orig.fd;
-	/* Only stream sockets say how much more is queued (msg_inq): the
-	 * kernel reports nothing for datagram and seqpacket ones. */
-	socklen_t tlen = sizeof(v);
-	if (sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&tlen, 0) || v != SOCK_STREAM)
+	socklen_t len = sizeof(v);
+	if (sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&len, 0) || v != SOCK_STREAM)
 		return 0;
-	v = 0;
-	if (res > 0 && sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
+	if (sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
 		return IORING_CQE_F_SOCK_NONEMPTY;
 	/* TCP counts a FIN that has arrived as still queued. */
-	socklen_t len = sizeof(v);
+	len = sizeof(v);
 	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 	int tcp = sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_PROTOCOL, (long)&v, (long)&len, 0) == 0 &&
 		  v == IPPROTO_TCP;
@@ -186,7 +185,8 @@ static void note_wait(struct ring *r, const struct req *q)
 /* A waiting receive ends without running: res is its CQE's result. */
 static void recv_wait_fail(struct ring *r, struct req *q, int res)
 {
-	struct io_uring_cqe cqe = { .user_data = q->user_data, .res = res };
+	/* A NULL buffer a RECVMSG consumed is reported with the failure. */
+	struct io_uring_cqe cqe = { .user_data = q->user_data, .res = res, .flags = res == -ENOBUFS ? q->cflags : 0 };
 	fail_waiting_recv(r, q, &cqe);
 	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
 	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
@@ -220,7 +220,7 @@ static void unpark(struct ring *r)
 	for (struct req **p = &r->parked; *p;) {
 		struct req *q = *p;
 		int res = rewrite_bind_recv(r, q);
-		if (res == -ENOBUFS && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
+		if (res == -ENOBUFS && !q->cflags && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
 			p = &q->next_parked;
 			continue;
 		}
@@ -236,14 +236,16 @@ static void unpark(struct ring *r)
  * The peer of a stream socket closed and nothing is queued: the receive
  * would select a buffer, read end of file and put the buffer straight back.
  * bufsel does just that, without issuing it, so a wave of closes holds no
- * buffers.  Only for a receive that stands alone (no chain, no LINK_TIMEOUT,
+ * buffers.  Only for a RECV that stands alone (no chain, no LINK_TIMEOUT,
  * no MSG_WAITALL), whose end is then its CQE alone.
  */
 static int at_plain_eof(const struct req *q, int revents)
 {
 	int v = 0;
 	socklen_t len = sizeof(v);
-	if (q->nheld || q->timeout || (q->flags & REQ_WAITALL) || (q->orig.flags & IOSQE_FIXED_FILE) ||
+	/* RECV only: a RECVMSG's end of file also writes the msghdr back. */
+	if (q->orig.opcode != IORING_OP_RECV || q->nheld || q->timeout || (q->flags & REQ_WAITALL) ||
+	    (q->orig.flags & IOSQE_FIXED_FILE) ||
 	    !(revents & (POLLRDHUP | POLLHUP)) || (revents & POLLERR) || (q->orig.msg_flags & MSG_PEEK))
 		return 0;
 	if (sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&len, 0) || v != SOCK_STREAM)
@@ -251,7 +253,8 @@ static int at_plain_eof(const struct req *q, int revents)
 	return sys_call3(SYS_ioctl, q->orig.fd, FIONREAD, (long)&v) == 0 && v == 0;
 }
 
-/* The selection and put-back of a receive that met end of file: 0 or -ENOBUFS. */
+/* The selection and put-back of a receive that met end of file: 0, -ENOBUFS,
+ * or 1 when the head is a NULL buffer (rewrite_bind_recv handles those). */
 static int select_for_eof(struct ring *r, struct req *q)
 {
 	struct pool_buf b;
@@ -260,7 +263,7 @@ static int select_for_eof(struct ring *r, struct req *q)
 	if (!res) {
 		pool_putback(r->pool, &b);
 		if (!b.addr)
-			res = -ENOBUFS;	/* a NULL buffer is the kernel's "none left" */
+			res = 1;	/* a NULL buffer: the full selection decides what it means */
 	}
 	spin_unlock(&r->pool_lock);
 	return res;
@@ -272,8 +275,8 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 	int res;
 	if (cqe->res < 0) {
 		res = cqe->res;
-	} else if (at_plain_eof(q, cqe->res)) {
-		if (!(res = select_for_eof(r, q))) {
+	} else if (at_plain_eof(q, cqe->res) && (res = select_for_eof(r, q)) <= 0) {
+		if (!res) {
 			post(r, q->user_data, 0, sock_nonempty_asked(q, 0));
 			release(r, q);
 			return 0;
@@ -287,7 +290,7 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 		make_ready(r, q);
 		return 0;
 	}
-	if (res == -ENOBUFS && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
+	if (res == -ENOBUFS && !q->cflags && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
 		park(r, q);
 		return 0;
 	}
@@ -318,11 +321,31 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	return post_it;
 }
 
+/*
+ * A multishot stream posted its last CQE: the rest of its chain (held since
+ * submission) runs now, or gets -ECANCELED if the stream failed, unless the
+ * link is a hard one.
+ */
+static void multi_end(struct ring *r, struct req *q, int res)
+{
+	if (q->nheld && (res >= 0 || (q->flags & REQ_HARDLINK))) {
+		q->kind = REQ_SENTINEL;		/* only the held chain is left to issue */
+		make_ready(r, q);
+		return;
+	}
+	cancel_held(r, q);
+	req_free(&r->reqs, q);
+}
+
 /* One step of a multishot receive came back. */
 static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	int res = cqe->res;
 	unsigned kflags = q->receiving ? sock_nonempty(q, res, cqe->flags) : 0;
+	/* The last CQE keeps "more is queued" when a receive ended the stream
+	 * (an end of file, a fault): the kernel's is set by what that
+	 * receive saw, whatever its result. */
+	unsigned nonempty = 0;
 	cqe->user_data = q->user_data;
 	cqe->flags = 0;
 	if (q->receiving)
@@ -338,6 +361,22 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	}
 	int msg = q->orig.opcode == IORING_OP_RECVMSG;
 	if (res > 0 || (msg && res == 0)) {
+		struct io_uring_recvmsg_out out = {
+			.namelen = msg ? q->msg->msg_namelen : 0,
+			.controllen = msg ? (uint32_t)q->msg->msg_controllen : 0,
+			.payloadlen = (uint32_t)res,
+			.flags = msg ? (uint32_t)q->msg->msg_flags : 0,
+		};
+		/* The header the kernel writes at the buffer's start: where it
+		 * cannot, the stream ends with -EFAULT and the buffer goes back. */
+		if (msg && copy_to_prog((void *)(uintptr_t)q->buf.addr, &out, sizeof(out))) {
+			spin_lock(&r->pool_lock);
+			pool_putback(r->pool, &q->buf);
+			spin_unlock(&r->pool_lock);
+			res = -EFAULT;
+			nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
+			goto end;
+		}
 		spin_lock(&r->pool_lock);
 		pool_consume_bytes(r->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->pool_lock);
@@ -345,32 +384,38 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
 			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		if (msg) {
-			/* The header the kernel writes at the buffer's start; the
-			 * result counts it and the room for name and control. */
-			struct io_uring_recvmsg_out out = {
-				.namelen = q->msg->msg_namelen,
-				.controllen = (uint32_t)q->msg->msg_controllen,
-				.payloadlen = (uint32_t)res,
-				.flags = (uint32_t)q->msg->msg_flags,
-			};
-			copy_to_prog((void *)(uintptr_t)q->buf.addr, &out, sizeof(out));
+			/* The result counts the header and the room for name and
+			 * control. */
 			cqe->res = (int)(sizeof(out) + q->tmpl.msg_namelen + q->tmpl.msg_controllen) + res;
 			if (res == 0) {
 				/* End of file: the stream's last CQE still carries a buffer. */
 				cqe->flags &= ~IORING_CQE_F_MORE;
 				complete_post(r, cqe);
-				req_free(&r->reqs, q);
+				multi_end(r, q, 0);
 				return 0;
 			}
 		}
+		q->want = 0;	/* a first cap (iovec, kept length) holds until the first CQE */
 		complete_post(r, cqe);
-		/* More is queued: the next buffer is taken at once, and an empty
-		 * group ends the stream now, as the kernel's retry does. */
-		if (kflags & IORING_CQE_F_SOCK_NONEMPTY) {
+		/* More is queued (or the socket cannot tell): the next buffer is
+		 * taken at once, and an empty group ends the stream now, as the
+		 * kernel's retry does.  Known empty: wait, or end with -EAGAIN if
+		 * the request may not wait. */
+		if ((kflags & IORING_CQE_F_SOCK_NONEMPTY) || q->inq_unknown) {
+			/* 6.18 receives at most 32 more times in one go
+			 * (MULTISHOT_MAX_RETRY), then queues the request again;
+			 * one that may not wait ends there with -EAGAIN. */
+			if ((q->orig.msg_flags & MSG_DONTWAIT) && ++q->loops > 32) {
+				res = -EAGAIN;
+				goto end;
+			}
 			if ((res = rewrite_multi_recv(r, q))) {
 				cqe->flags = 0;
 				goto end;
 			}
+		} else if (q->orig.msg_flags & MSG_DONTWAIT) {
+			res = -EAGAIN;
+			goto end;
 		} else {
 			rewrite_multi_poll(r, q);
 		}
@@ -381,18 +426,21 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	pool_putback(r->pool, &q->buf);
 	spin_unlock(&r->pool_lock);
 	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
-		/* The data went elsewhere: wait for more. */
+		/* The data went elsewhere: wait for more.  A RECV keeps the
+		 * length of the buffer it tried (first_attempt in rewrite.c). */
+		if (q->orig.opcode == IORING_OP_RECV)
+			q->want = q->next.len;
 		rewrite_multi_poll(r, q);
 		make_ready(r, q);
 		return 0;
 	}
+	nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
 end:
 	cqe->res = res;
-	/* The stream's last CQE: an end of file keeps the kernel's "more is
-	 * queued" (a FIN counts), everything else is bare. */
-	cqe->flags = res == 0 && q->receiving ? (kflags & IORING_CQE_F_SOCK_NONEMPTY) : 0;
+	cqe->flags = res == -ENOBUFS ? q->cflags	/* a NULL buffer RECVMSG consumed */
+				     : nonempty;
 	complete_post(r, cqe);
-	req_free(&r->reqs, q);
+	multi_end(r, q, res);
 	return 0;
 }
 
@@ -422,6 +470,14 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 			cqe->res = q->res;
 			cqe->flags = q->cflags;
 		}
+		if (q->flags & REQ_STANDIN_BUF) {
+			spin_lock(&r->pool_lock);
+			if (cqe->res == q->res && (cqe->flags & IORING_CQE_F_BUFFER))
+				pool_consume(r->pool, &q->buf);
+			else
+				pool_putback(r->pool, &q->buf);
+			spin_unlock(&r->pool_lock);
+		}
 		req_free(&r->reqs, q);
 		return 1;
 	case REQ_READ_SEL:
@@ -432,6 +488,9 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		return complete_recv_wait(r, q, cqe);
 	case REQ_RECV_MULTI:
 		return complete_recv_multi(r, q, cqe);
+	case REQ_PROBE:
+		req_free(&r->reqs, q);
+		return 0;
 	case REQ_CANCEL_ALL:
 		cqe->user_data = q->user_data;
 		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;
@@ -482,7 +541,9 @@ void rewrite_followup(struct ring *r)
 		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL     ? &q->orig
 						   : q->kind == REQ_RECV_MULTI ? &q->next
 									       : NULL;
-		int n = submit_held(r, first, q->held, q->nheld);
+		/* A stream's next step goes alone: its chain waits for its end. */
+		int multi = q->kind == REQ_RECV_MULTI;
+		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0) {
 			log_error("no room in the real SQ for a held chain: its SQEs are cancelled");
 			spin_lock(&r->cq_lock);
@@ -493,7 +554,8 @@ void rewrite_followup(struct ring *r)
 			n = 0;
 		}
 		placed += (unsigned)n;
-		q->nheld = 0;
+		if (!multi)
+			q->nheld = 0;
 		if (q->kind == REQ_SENTINEL || (q->kind == REQ_RECV_WAIT && !first))
 			release(r, q);
 	}

@@ -41,6 +41,10 @@ struct opdef {
 	uint8_t buf;		/* enum opdef_buf */
 	uint8_t emulated;	/* enum opdef_emulated */
 	uint8_t pollin;		/* readiness that means "data to bind a buffer to" */
+	uint8_t len_int;	/* the kernel reads sqe->len as an int: negative is -EINVAL at prep */
+	uint8_t sock;		/* needs a socket: -ENOTSOCK at issue, before any buffer is selected */
+	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
+				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 };
 
 /* The row for an opcode; unknown opcodes get a row that refuses selection

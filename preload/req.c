@@ -72,7 +72,7 @@ void req_recv_bound(struct req_table *t, struct req *q)
 void req_recv_unbound(struct req_table *t, struct req *q)
 {
 	if (q->flags & REQ_BOUND_RECV) {
-		q->flags &= (uint8_t)~REQ_BOUND_RECV;
+		q->flags &= (uint16_t)~REQ_BOUND_RECV;
 		atomic_fetch_sub_explicit(&t->bound_recvs, 1, memory_order_relaxed);
 	}
 }

@@ -34,6 +34,7 @@ enum req_kind {
 	REQ_LINK_TIMEOUT,	/* the program's LINK_TIMEOUT on a waiting receive */
 	REQ_RECV_MULTI,		/* a multishot RECV: a poll, then one receive per buffer */
 	REQ_CANCEL_ALL,		/* the program's cancel-all by user_data: res more were found */
+	REQ_PROBE,		/* a NOP behind a part of a batch: did the kernel take it all? */
 };
 
 enum req_flags {
@@ -45,6 +46,7 @@ enum req_flags {
 	REQ_DONE = 1 << 5,		/* its CQE is posted; only a LINK_TIMEOUT keeps it */
 	REQ_WAITALL = 1 << 6,		/* MSG_WAITALL: a short receive fails the link */
 	REQ_BOUND_RECV = 1 << 7,	/* a receive in the kernel on a selected buffer (counted) */
+	REQ_STANDIN_BUF = 1 << 8,	/* STANDIN: holds buf, consumed when its CQE reports it */
 };
 
 struct req {
@@ -54,7 +56,7 @@ struct req {
 	uint32_t idx;		/* fixed for the slot's life */
 	uint32_t next_free;
 	uint8_t kind;
-	uint8_t flags;
+	uint16_t flags;
 	int32_t res;		/* REQ_STANDIN: what the CQE reports */
 	uint32_t cflags;	/* REQ_STANDIN: and its flags */
 	uint32_t want;		/* bytes asked for: a shorter result fails a link */
@@ -72,6 +74,10 @@ struct req {
 	struct io_uring_sqe orig;	/* RECV_WAIT, RECV_MULTI: the program's receive */
 	struct io_uring_sqe next;	/* RECV_MULTI: the SQE to issue next */
 	uint8_t receiving;		/* RECV_MULTI: a receive (not a poll) is in the kernel */
+	uint8_t inq_unknown;		/* RECV_MULTI: the socket's receive does not report
+					 * what is left queued (datagrams): the kernel tries
+					 * again at once after every CQE */
+	uint8_t loops;			/* RECV_MULTI, MSG_DONTWAIT: receives in a row */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
 	struct io_uring_sqe *poll_slot;	/* RECV_WAIT: its POLL_ADD's real slot, while the batch drains */

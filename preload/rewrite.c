@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
@@ -112,6 +113,25 @@ static struct req *standin(struct ring *r, struct io_uring_sqe *sqe, int res, en
 	u->kind = UNDO_REQ;
 	u->req = q;
 	return q;
+}
+
+/*
+ * A stand-in that reports a buffer it took (a NULL buffer a READ consumes):
+ * the buffer leaves the group only when the stand-in's CQE says it ran, so
+ * that an SQE the kernel never took, or a chain that failed before it,
+ * leaves the group as it was.  b NULL, or no stand-in: nothing is taken.
+ */
+static void standin_takes(struct ring *r, struct req *s, const struct pool_buf *b)
+{
+	if (!b)
+		return;
+	if (!s) {
+		pool_locked_putback(r, b);
+		return;
+	}
+	s->buf = *b;
+	s->flags |= REQ_STANDIN_BUF;
+	s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)b->bid << IORING_CQE_BUFFER_SHIFT);
 }
 
 /* Success with res 0 needs no request: the program's own user_data rides a NOP. */
@@ -243,6 +263,40 @@ static uint32_t group_available(struct ring *r, uint16_t bgid)
 	return n;
 }
 
+/*
+ * The kernel looks at the file before it selects a buffer: a request that
+ * needs a socket fails on anything else with -ENOTSOCK at issue, taking no
+ * buffer.  A RECV that polls first finds out only once its poll fires, so
+ * it waits like any other (rewrite_bind_recv then gives the error).
+ */
+static int not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	int type;
+	socklen_t len = sizeof(type);
+	if (!def->sock || (sqe->flags & IOSQE_FIXED_FILE))
+		return 0;
+	return sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK;
+}
+
+static int polls_first(const struct io_uring_sqe *sqe)
+{
+	return sqe->opcode == IORING_OP_RECV && (sqe->ioprio & IORING_RECVSEND_POLL_FIRST);
+}
+
+/* IORING_RECVSEND_POLL_FIRST with MSG_DONTWAIT: the attempt that would poll
+ * may not wait, so the request ends at once with -EAGAIN, data or not. */
+static int polling_without_waiting(const struct io_uring_sqe *sqe)
+{
+	return (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && (sqe->msg_flags & MSG_DONTWAIT);
+}
+
+/* A bad plain fd, for requests the kernel cannot be handed without
+ * IOSQE_BUFFER_SELECT (a multishot one fails prep without it). */
+static int bad_fd(const struct io_uring_sqe *sqe)
+{
+	return !(sqe->flags & IOSQE_FIXED_FILE) && sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) < 0;
+}
+
 /* Has a socket data (or an end) for a receive now? */
 static int fd_readable(int fd)
 {
@@ -257,12 +311,19 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 {
 	struct iovec iov;
 	*want = sqe->len;
+	if (def->len_int && (int32_t)sqe->len < 0)
+		return -EINVAL;
+	if (def->select == SELECT_WHEN_READABLE && (sqe->ioprio & IORING_RECV_MULTISHOT) &&
+	    (sqe->msg_flags & MSG_WAITALL))
+		return -EINVAL;
+	/* The kernel keeps an iovec's length in 32 bits: the rest is dropped,
+	 * not clamped. */
 	if (def->buf == BUF_IOVEC) {
 		if (sqe->len != 1)
 			return -EINVAL;
 		if (copy_from_prog(&iov, (const void *)(uintptr_t)sqe->addr, sizeof(iov)))
 			return -EFAULT;
-		*want = iov.iov_len > UINT32_MAX ? UINT32_MAX : (uint32_t)iov.iov_len;
+		*want = (uint32_t)iov.iov_len;
 	} else if (def->buf == BUF_MSGHDR) {
 		if (copy_from_prog(msg, (const void *)(uintptr_t)sqe->addr, sizeof(*msg)))
 			return -EFAULT;
@@ -272,7 +333,7 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 		if (msg->msg_iovlen == 1) {
 			if (copy_from_prog(&iov, msg->msg_iov, sizeof(iov)))
 				return -EFAULT;
-			*want = iov.iov_len > UINT32_MAX ? UINT32_MAX : (uint32_t)iov.iov_len;
+			*want = (uint32_t)iov.iov_len;
 		}
 	}
 	return 0;
@@ -351,13 +412,7 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 		struct pool_buf nul = q->buf;
 		req_free(&r->reqs, q);
 		struct req *s = standin(r, sqe, -ENOBUFS, FAIL_AT_ISSUE, u);
-		if (def->select == SELECT_WHEN_READABLE) {
-			pool_locked_putback(r, &nul);
-		} else {
-			pool_locked_consume(r, &nul);
-			if (s)
-				s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)nul.bid << IORING_CQE_BUFFER_SHIFT);
-		}
+		standin_takes(r, s, def->null_putback ? NULL : &nul);
 		return;
 	}
 	q->kind = def->select == SELECT_WHEN_READABLE ? REQ_RECV_SEL : REQ_READ_SEL;
@@ -375,6 +430,40 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 		req_recv_bound(&r->reqs, q);
 	u->kind = UNDO_SELECT;
 	u->req = q;
+}
+
+/*
+ * A receive's first attempt (without IORING_RECVSEND_POLL_FIRST) selects
+ * the head buffer before it looks at the socket, so that buffer decides at
+ * once, data or not: none is -ENOBUFS; a NULL one is -ENOBUFS, consumed
+ * with its bid (*cflags) unless the opcode leaves it at the head; one too
+ * short for a multishot RECVMSG's header (with the iovec's cap) is -EFAULT
+ * and stays.  0: the attempt goes on to the socket, holding nothing; then
+ * *keep is what a RECV asks for from there on: 6.18 keeps the length it
+ * took from that first buffer as the request's (io_recv_buf_select).
+ */
+static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def,
+			 uint32_t want, const struct msghdr *tmpl, int multi, struct pool_buf *taken,
+			 int *took, uint32_t *keep)
+{
+	struct pool_buf b;
+	*took = 0;
+	*keep = 0;
+	spin_lock(&r->pool_lock);
+	int res = pool_head(r->pool, sqe->buf_group, &b);
+	if (!res && !b.addr) {
+		res = -ENOBUFS;
+		if (!def->null_putback)
+			*took = !pool_select(r->pool, sqe->buf_group, taken);
+	} else if (!res && multi && def->buf == BUF_MSGHDR) {
+		uint32_t room = want && want < b.len ? want : b.len;
+		if (sizeof(struct io_uring_recvmsg_out) + tmpl->msg_namelen + tmpl->msg_controllen > room)
+			res = -EFAULT;
+	} else if (!res && def->buf == BUF_ADDR_LEN) {
+		*keep = want && want < b.len ? want : b.len;
+	}
+	spin_unlock(&r->pool_lock);
+	return res;
 }
 
 /*
@@ -427,32 +516,66 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
 	if (left_to_kernel_bad_fd(sqe))
 		return NULL;
+	if (!polls_first(sqe) && not_a_socket(sqe, def)) {
+		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	if (polling_without_waiting(sqe)) {
+		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	uint32_t keep = 0;
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST)) {
-		/* The first attempt selects before it looks at the socket. */
-		if (!group_available(r, sqe->buf_group)) {
-			standin(r, sqe, -ENOBUFS, FAIL_AT_ISSUE, u);
+		struct pool_buf taken;
+		int took;
+		res = first_attempt(r, sqe, def, want, &msg, 0, &taken, &took, &keep);
+		if (res) {
+			struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
+			standin_takes(r, s, took ? &taken : NULL);
 			return NULL;
 		}
-		/* MSG_DONTWAIT never waits: the attempt is the whole request
-		 * (-EAGAIN gives the buffer back, as the kernel does). */
-		if ((sqe->msg_flags & MSG_DONTWAIT) || (!fixed && fd_readable(sqe->fd))) {
+		/* MSG_DONTWAIT never waits: the attempt is the whole request.
+		 * On an idle socket it is -EAGAIN, answered here: a receive
+		 * handed to the kernel would give its buffer back only when
+		 * its CQE is reaped, after the rest of the batch selected,
+		 * where the kernel gives it back before the next SQE. */
+		int readable = !fixed && fd_readable(sqe->fd);
+		if ((sqe->msg_flags & MSG_DONTWAIT) && !fixed && !readable) {
+			standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
+			return NULL;
+		}
+		if ((sqe->msg_flags & MSG_DONTWAIT) || readable) {
 			select_now(r, sqe, def, want, &msg, u);
 			return NULL;
 		}
 	}
-	return recv_defer(r, sqe, want, &msg, u);
+	struct req *q = recv_defer(r, sqe, want, &msg, u);
+	if (q && keep) {
+		/* RECV: the length 6.18 kept from the attempt (first_attempt). */
+		q->orig.len = keep;
+		q->want = keep;
+	}
+	return q;
 }
 
 int rewrite_bind_recv(struct ring *r, struct req *q)
 {
 	struct io_uring_sqe *sqe = &q->orig;
 	const struct opdef *def = opdef_get(sqe->opcode);
+	/* The request as read at submission (recv_defer). */
 	uint32_t want = q->want;
 	struct msghdr msg = q->tmpl;
+	if (not_a_socket(sqe, def))
+		return -ENOTSOCK;
 	spin_lock(&r->pool_lock);
 	int res = pool_select(r->pool, sqe->buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
-		pool_putback(r->pool, &q->buf);
+		if (def->null_putback) {
+			pool_putback(r->pool, &q->buf);
+		} else {
+			pool_consume(r->pool, &q->buf);
+			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		}
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->pool_lock);
@@ -492,7 +615,12 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	spin_lock(&r->pool_lock);
 	int res = pool_select(r->pool, q->orig.buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
-		pool_putback(r->pool, &q->buf);
+		if (opdef_get(q->orig.opcode)->null_putback) {
+			pool_putback(r->pool, &q->buf);
+		} else {
+			pool_consume(r->pool, &q->buf);
+			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		}
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->pool_lock);
@@ -514,7 +642,10 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		 * msghdr sizes them, then the payload. */
 		const struct msghdr *t = &q->tmpl;
 		size_t head = sizeof(struct io_uring_recvmsg_out) + t->msg_namelen + t->msg_controllen;
-		if (head > q->buf.len) {
+		/* The iovec's length caps the buffer until the stream's first
+		 * CQE; 6.18 then takes whole buffers. */
+		uint32_t room = q->want && q->want < q->buf.len ? q->want : q->buf.len;
+		if (head > room) {
 			req_recv_unbound(&r->reqs, q);
 			pool_locked_putback(r, &q->buf);
 			return -EFAULT;
@@ -529,7 +660,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 			.msg_iovlen = 1,
 		};
 		q->iov.iov_base = base + head;
-		q->iov.iov_len = q->buf.len - head;
+		q->iov.iov_len = room - head;
 		sqe->opcode = IORING_OP_RECVMSG;
 		sqe->addr = (uint64_t)(uintptr_t)q->msg;
 		sqe->len = 1;
@@ -537,6 +668,9 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		break;
 	}
 	case IORING_OP_RECV:
+		/* A cap kept from an attempt that found no data (first_attempt). */
+		if (q->want && q->want < len)
+			len = q->want;
 		sqe->opcode = IORING_OP_RECV;
 		sqe->addr = q->buf.addr;
 		sqe->len = len;
@@ -563,19 +697,25 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 				     const struct opdef *def, struct rewrite_undo *u)
 {
 	struct msghdr tmpl;
-	uint32_t want;
+	uint32_t want = 0;
 	int res = 0;
-	if (def->select == SELECT_WHEN_READABLE && (sqe->msg_flags & MSG_WAITALL))
-		res = -EINVAL;
-	else if (def->buf == BUF_MSGHDR)
+	if (def->select == SELECT_WHEN_READABLE)
 		res = read_request(sqe, def, &want, &tmpl);
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (left_to_kernel_bad_fd(sqe))
+	if (bad_fd(sqe))
+		res = -EBADF;
+	else if (!polls_first(sqe) && not_a_socket(sqe, def))
+		res = -ENOTSOCK;
+	else if (polling_without_waiting(sqe))
+		res = -EAGAIN;
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 		return NULL;
+	}
 	struct req *q = req_alloc(&r->reqs);
 	if (!q) {
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
@@ -584,6 +724,12 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	q->kind = REQ_RECV_MULTI;
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
+	q->want = want;
+	int type = SOCK_STREAM;
+	socklen_t tlen = sizeof(type);
+	if (def->select == SELECT_WHEN_READABLE && !fixed)
+		sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&tlen, 0);
+	q->inq_unknown = type != SOCK_STREAM;
 	if (def->buf == BUF_MSGHDR) {
 		q->tmpl = tmpl;
 		q->prog_msg = sqe->addr;
@@ -593,25 +739,43 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 			return NULL;
 		}
 	}
-	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST)) {
-		if (!group_available(r, sqe->buf_group))
-			res = -ENOBUFS;
-		else if ((sqe->msg_flags & MSG_DONTWAIT) || (!fixed && fd_readable(sqe->fd)))
-			res = rewrite_multi_recv(r, q) ? -ENOBUFS : 1;
+	uint32_t cflags = 0, keep = 0;
+	struct pool_buf taken;
+	int took = 0;
+	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && def->select == SELECT_WHEN_READABLE)
+		res = first_attempt(r, sqe, def, want, &tmpl, 1, &taken, &took, &keep);
+	else if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && !group_available(r, sqe->buf_group))
+		res = -ENOBUFS;
+	int readable = !fixed && fd_readable(sqe->fd);
+	if (!res && !(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && (sqe->msg_flags & MSG_DONTWAIT) &&
+	    !fixed && !readable)
+		res = -EAGAIN;	/* as for a single receive (select_recv) */
+	if (!res && !(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && ((sqe->msg_flags & MSG_DONTWAIT) || readable)) {
+		int err = rewrite_multi_recv(r, q);
+		res = err ? err : 1;
+		cflags = err ? q->cflags : 0;
 	}
 	if (res < 0) {
 		req_free(&r->reqs, q);
-		standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		standin_takes(r, s, took ? &taken : NULL);
+		if (s && !took)
+			s->cflags = cflags;
 		return NULL;
 	}
-	if (!res)
+	if (!res) {
 		rewrite_multi_poll(r, q);
+		if (keep)
+			q->want = keep;	/* RECV: the cap until the stream's first CQE */
+	}
+	/* The kernel runs the rest of the chain when the stream ends, so bufsel
+	 * holds it until then (multi_end in completion.c). */
 	uint8_t links = sqe->flags & SQE_LINK_FLAGS;
+	q->flags |= (links ? REQ_LINKED : 0) | (links & IOSQE_IO_HARDLINK ? REQ_HARDLINK : 0);
 	*sqe = q->next;
-	sqe->flags |= links;
 	u->kind = q->receiving ? UNDO_SELECT : UNDO_REQ;
 	u->req = q;
-	return NULL;
+	return links ? q : NULL;
 }
 
 static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
@@ -623,7 +787,11 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return;
 	}
-	if (!left_to_kernel_bad_fd(sqe))
+	if (left_to_kernel_bad_fd(sqe))
+		return;
+	if (not_a_socket(sqe, def))
+		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
+	else
 		select_now(r, sqe, def, want, NULL, u);
 }
 
@@ -713,6 +881,14 @@ static void retarget_cancel(struct ring *r, struct io_uring_sqe *sqe, struct rew
 	u->req = q;
 }
 
+/* A cancel of every request with a user_data: bufsel cancels its own at
+ * once (retarget_cancel), which cannot be undone. */
+static int cancels_all_by_user_data(const struct io_uring_sqe *sqe)
+{
+	return sqe->opcode == IORING_OP_ASYNC_CANCEL && (sqe->cancel_flags & IORING_ASYNC_CANCEL_ALL) &&
+	       !(sqe->cancel_flags & (IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY));
+}
+
 static int rewrite_wants(const struct io_uring_sqe *sqe)
 {
 	return rewrite_wanted(sqe);
@@ -723,6 +899,9 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	const struct opdef *def = opdef_get(sqe->opcode);
 	u->kind = UNDO_NONE;
 	if (sqe->opcode == IORING_OP_ASYNC_CANCEL) {
+		/* In a chain it cancels when its turn comes, not now. */
+		if (in_chain && r->reqs.live && cancels_all_by_user_data(sqe))
+			return cut_chain(r, sqe, u);
 		if (r->reqs.live)
 			retarget_cancel(r, sqe, u);
 		return NULL;
@@ -829,6 +1008,8 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		req_free(&r->reqs, u->req);
 		break;
 	case UNDO_REQ:
+		if (u->req->flags & REQ_STANDIN_BUF)
+			pool_locked_putback(r, &u->req->buf);
 		req_free(&r->reqs, u->req);
 		break;
 	case UNDO_PROVIDE:
@@ -840,9 +1021,26 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 	u->kind = UNDO_NONE;
 }
 
+/* What cannot be undone if the kernel does not take the SQE: the SQEs
+ * before it go to the kernel first. */
 static int rewrite_barrier(const struct io_uring_sqe *sqe)
 {
-	return sqe->opcode == IORING_OP_REMOVE_BUFFERS;
+	return sqe->opcode == IORING_OP_REMOVE_BUFFERS || cancels_all_by_user_data(sqe);
+}
+
+static int rewrite_probe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	struct req *q = req_alloc(&r->reqs);
+	u->kind = UNDO_NONE;
+	if (!q)
+		return -ENOMEM;
+	q->kind = REQ_PROBE;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_NOP;
+	sqe->user_data = req_tag(&r->reqs, q);
+	u->kind = UNDO_REQ;
+	u->req = q;
+	return 0;
 }
 
 const struct ring_hooks rewrite_hooks = {
@@ -852,5 +1050,6 @@ const struct ring_hooks rewrite_hooks = {
 	.undo = rewrite_undo,
 	.complete = rewrite_complete_cqe,
 	.barrier = rewrite_barrier,
+	.probe = rewrite_probe,
 	.followup = rewrite_followup,
 };

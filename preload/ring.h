@@ -45,6 +45,8 @@ struct ring_hooks {
 	int (*complete)(struct ring *r, struct io_uring_cqe *cqe);
 	/* Would this SQE have to go to the kernel alone, after what precedes it? */
 	int (*barrier)(const struct io_uring_sqe *sqe);
+	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
+	int (*probe)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	/* Work the completion path queued that needs the SQ (outside cq_lock). */
 	void (*followup)(struct ring *r);
 };

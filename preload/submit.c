@@ -31,10 +31,18 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		int place = r->hooks->hold(r, st->capture, sqe, &r->undo[st->copied]);
 		if (!st->linked || place == 2)
 			st->capture = NULL;
-		if (!place)
+		if (!place) {
+			/* A held SQE takes no real slot: the real SQE before it (the
+			 * request that holds it) must not link to whatever unrelated
+			 * SQE the kernel sees next. */
+			r->rsqes[(st->real_tail + st->copied - 1) & r->rsq_mask].flags &=
+				(uint8_t)~(IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
 			return 0;
+		}
 	} else if (r->hooks && r->hooks->wants(src)) {
-		if (st->copied && !sqpoll && r->hooks->barrier(src)) {
+		/* A barrier inside a chain waits behind a sentinel anyway; handing
+		 * the chain's start to the kernel alone would cut the link. */
+		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(src)) {
 			st->linked = in_chain;
 			return -1;
 		}
@@ -78,6 +86,17 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 		int placed = place_one(r, &b->st, &s->sqes[idx], sqpoll);
 		if (placed < 0) {
 			b->barrier = 1;
+			/* The kernel stops after an SQE that fails at submission,
+			 * and then so must bufsel: a probe behind this part is
+			 * taken only if the kernel went through all of it. */
+			unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
+			if (b->st.copied < rspace &&
+			    !r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied])) {
+				atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+				b->st.copied++;
+				if (r->prog_end)
+					r->prog_end[b->st.copied - 1] = b->prog;
+			}
 			break;
 		}
 		b->prog++;

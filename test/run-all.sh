@@ -51,6 +51,9 @@ for t in compare emulated policy report ab faults; do
 	fi
 done
 
+# fuzz-quick: 10,000 random sequences, native vs bufsel (docs/reliability.md)
+run fuzz-quick "$B/test/fuzz/difffuzz" --build "$B" --sequences 10000 --seed 1
+
 echo
 echo "summary: $pass passed, $fail failed"
 if [ "$fail" -ne 0 ]; then
