@@ -48,18 +48,9 @@
 static char dir[] = "/tmp/bufsel-ab-it-XXXXXX";
 static char json_path[PATH_MAX], stats_path[PATH_MAX], counter[PATH_MAX], script[PATH_MAX], pidfile[PATH_MAX];
 
-static const char *built(int slot, const char *rel)
-{
-	static char paths[2][PATH_MAX];
-	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", harness_build_dir(), rel);
-	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", harness_build_dir(), rel);
-	cr_assert(access(paths[slot], R_OK) == 0, "%s: %s (not built?)", paths[slot], strerror(errno));
-	return paths[slot];
-}
-
 static const char *launcher(void)
 {
-	return built(0, "bufsel");
+	return harness_built(0, "bufsel");
 }
 
 static void setup(void)
@@ -383,7 +374,7 @@ static uint64_t u64(int from, const char *path)
 
 Test(ab, pool_statistics_of_a_program_that_provides_buffers, .timeout = 120)
 {
-	const char *prog = built(1, "test/prog/bs_read");
+	const char *prog = harness_built(1, "test/prog/bs_read");
 	/* The statistics of one run through the launcher: what ab must report for its last round. */
 	char *direct[] = { (char *)launcher(), "--stats", stats_path, "--", (char *)prog, NULL };
 	size_t k;

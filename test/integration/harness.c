@@ -130,6 +130,16 @@ const char *harness_build_dir(void)
 	return dir;
 }
 
+const char *harness_built(int slot, const char *rel)
+{
+	static char paths[4][PATH_MAX];
+	cr_assert(slot >= 0 && slot < 4, "harness_built: slot %d", slot);
+	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", harness_build_dir(), rel);
+	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", harness_build_dir(), rel);
+	cr_assert(access(paths[slot], R_OK) == 0, "%s: %s (not built?)", paths[slot], strerror(errno));
+	return paths[slot];
+}
+
 char **harness_env(size_t room, size_t *k)
 {
 	extern char **environ;

@@ -33,6 +33,10 @@ void harness_free(struct run *r);
 /* The build directory: BUFSEL_BUILD, else "build", made absolute. */
 const char *harness_build_dir(void);
 
+/* <build>/<rel>, which must exist (the test fails otherwise); static storage,
+ * one per slot (0 to 3). */
+const char *harness_built(int slot, const char *rel);
+
 /*
  * The caller's environment less LD_PRELOAD and BUFSEL_* (the runner's own
  * BUFSEL_BUILD, or a user's settings, must not leak into a run), with room

@@ -53,31 +53,21 @@
 
 /* ---- paths ---------------------------------------------------------------- */
 
-/* <build>/<rel>, which must exist; static storage, one per slot. */
-static const char *built(int slot, const char *rel)
-{
-	static char paths[3][PATH_MAX];
-	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", harness_build_dir(), rel);
-	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", harness_build_dir(), rel);
-	cr_assert(access(paths[slot], R_OK) == 0, "%s: %s (not built?)", paths[slot], strerror(errno));
-	return paths[slot];
-}
-
 static const char *lib_path(void)
 {
-	return built(0, "libbufsel.so");
+	return harness_built(0, "libbufsel.so");
 }
 
 static const char *launcher_path(void)
 {
-	return built(1, "bufsel");
+	return harness_built(1, "bufsel");
 }
 
 static const char *prog_path(const char *name)
 {
 	char rel[128];
 	snprintf(rel, sizeof(rel), "test/prog/%s", name);
-	return built(2, rel);
+	return harness_built(2, rel);
 }
 
 

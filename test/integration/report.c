@@ -45,19 +45,9 @@
 
 /* ---- paths ---------------------------------------------------------------- */
 
-/* <build>/<rel>, which must exist; static storage, one per slot. */
-static const char *built(int slot, const char *rel)
-{
-	static char paths[2][PATH_MAX];
-	int n = snprintf(paths[slot], PATH_MAX, "%s/%s", harness_build_dir(), rel);
-	cr_assert(n > 0 && n < PATH_MAX, "path too long: %s/%s", harness_build_dir(), rel);
-	cr_assert(access(paths[slot], R_OK) == 0, "%s: %s (not built?)", paths[slot], strerror(errno));
-	return paths[slot];
-}
-
 static const char *launcher_path(void)
 {
-	return built(0, "bufsel");
+	return harness_built(0, "bufsel");
 }
 
 
@@ -143,7 +133,7 @@ static pid_t write_stats(void)
 			 "--set",
 			 "group.3.seed=7",
 			 "--",
-			 (char *)built(1, "test/prog/pol_stats"),
+			 (char *)harness_built(1, "test/prog/pol_stats"),
 			 NULL };
 	run(&run_a, true, argv);
 	expect_exit(&run_a, 0, "bufsel --stats ... -- pol_stats");
