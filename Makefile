@@ -139,6 +139,34 @@ asan:
 demo:
 	@sh test/demo.sh
 
+# Static analysis of the sources (what make builds, with its -std=gnu11 -I.):
+# cppcheck with test/cppcheck.supp, clang-tidy with .clang-tidy, one file per
+# job.  Any finding fails.  Needs cppcheck and clang-tidy (Debian 12).
+.PHONY: lint
+LINT_SRCS := $(sort $(wildcard preload/*.c pool/*.c conf/*.c launcher/*.c))
+LINT_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+lint:
+	cppcheck --std=c11 -I. --library=posix --library=gnu --enable=warning,style,performance,portability \
+		--inconclusive --inline-suppr --suppressions-list=test/cppcheck.supp --error-exitcode=1 -q \
+		--template='{file}:{line}:{column}: {severity}: {message} [{id}]' preload pool conf launcher
+	@echo "clang-tidy on $(words $(LINT_SRCS)) files, $(LINT_JOBS) at a time"
+	@printf '%s\n' $(LINT_SRCS) | xargs -P $(LINT_JOBS) -I{} sh -c \
+		'out=$$(clang-tidy --quiet "$$1" -- -std=gnu11 -I. 2>&1) || \
+		{ printf "%s\n" "$$out" | grep -v "warnings generated"; exit 1; }' sh {}
+	@echo "lint: cppcheck and clang-tidy found nothing"
+
+# memcheck on bufsel (test/valgrind/run.sh): the integration programs with the
+# library preloaded, compared with their native runs; the launcher; the unit
+# tests.  Under valgrind bufsel has no seccomp trap, so the programs' liburing
+# calls reach it through uring_via_libc.so, liburing over libc syscall().
+.PHONY: valgrind
+$(B)/test/valgrind/uring_via_libc.so: test/valgrind/uring_via_libc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $<
+
+valgrind: all $(PROG_BINS) $(UNIT_BINS) $(B)/test/valgrind/uring_via_libc.so
+	@sh test/valgrind/run.sh $(B)
+
 # libFuzzer on conf/: arbitrary bytes as a configuration file and as BUFSEL_*
 # variables (test/fuzz/conf_fuzz.c).  Needs clang with libFuzzer (Debian 12:
 # clang and libclang-rt-14-dev).  New inputs go to $(B)/fuzz/corpus-conf; the

@@ -50,7 +50,7 @@ struct conf_ref {
  * reason in why ("unknown key (...)", "mode is not a per-group key (...)").
  */
 int conf_key_resolve(const char *key, size_t n, struct conf_ref *r, char *why, size_t whylen);
-int conf_var_resolve(const char *name, size_t n, struct conf_ref *r, char *why, size_t whylen);
+int conf_var_resolve(const char *var, size_t n, struct conf_ref *r, char *why, size_t whylen);
 
 /* The file key of a resolved setting: "cap", "group.5.cap". */
 void conf_key_name(const struct conf_ref *r, char *buf, size_t len);

@@ -155,7 +155,7 @@ static void load_file(struct bufsel_conf *c, char *const *envp, const char *syst
 			conf_problem(s, "BUFSEL_CONF: '%s' is too long for a file name", q);
 			return;
 		}
-		strcpy(c->file, named);
+		strcpy(c->file, named); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
 		c->file_origin = CONF_FILE_ENV;
 		r = read_file(c->file, 0, " (named by BUFSEL_CONF)", text, &len, s);
 	} else {
@@ -163,7 +163,7 @@ static void load_file(struct bufsel_conf *c, char *const *envp, const char *syst
 		c->file_origin = CONF_FILE_USER;
 		r = c->file[0] ? read_file(c->file, 1, "", text, &len, s) : 1;
 		if (r == 1 && strlen(system_file) < sizeof(c->file)) {
-			strcpy(c->file, system_file);
+			strcpy(c->file, system_file); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
 			c->file_origin = CONF_FILE_SYSTEM;
 			r = read_file(c->file, 1, "", text, &len, s);
 		}

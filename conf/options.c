@@ -82,7 +82,7 @@ static int parse_kernel(void *dst, const char *v)
 		return -EINVAL;
 	memcpy(major, v, (size_t)(dot - v));
 	major[dot - v] = '\0';
-	strcpy(minor, dot + 1);
+	strcpy(minor, dot + 1); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
 	if (parse_u64(major, 255, &x) || parse_u64(minor, 255, &y) || (x << 8 | y) < (5u << 8 | 1))
 		return -EINVAL;
 	((struct bufsel_conf *)dst)->kernel = (unsigned)(x << 8 | y);

@@ -84,7 +84,8 @@ static int inspect_phdrs(int fd, const Elf64_Ehdr *eh, struct exec_info *out)
 		if ((size_t)got != want)
 			return malformed(out, "program header table runs past the end of the file");
 		for (unsigned j = 0; j < n; j++) {
-			if (ph[j].p_type != PT_INTERP)
+			/* got == want: read_at filled all n entries. */
+			if (ph[j].p_type != PT_INTERP) // NOLINT(clang-analyzer-core.UndefinedBinaryOperatorResult)
 				continue;
 			/* Same limits as the kernel, which fails the exec otherwise. */
 			if (ph[j].p_filesz < 2 || ph[j].p_filesz > sizeof(interp))

@@ -278,7 +278,8 @@ static void link_child(struct json_doc *d, int node, int *last, int child)
 	d->nodes[node].count++;
 }
 
-static int parse_array(struct parser *ps, int node, int depth)
+/* Recursion through parse_value stops at JSON_MAX_DEPTH. */
+static int parse_array(struct parser *ps, int node, int depth) // NOLINT(misc-no-recursion)
 {
 	int last = -1;
 	ps->p++;
@@ -305,7 +306,7 @@ static int parse_array(struct parser *ps, int node, int depth)
 	}
 }
 
-static int parse_object(struct parser *ps, int node, int depth)
+static int parse_object(struct parser *ps, int node, int depth) // NOLINT(misc-no-recursion)
 {
 	int last = -1;
 	ps->p++;
@@ -355,7 +356,7 @@ static int parse_literal(struct parser *ps, const char *word)
 }
 
 /* One value, whitespace before it skipped; its node index, or -1. */
-static int parse_value(struct parser *ps, int depth)
+static int parse_value(struct parser *ps, int depth) // NOLINT(misc-no-recursion)
 {
 	skip_ws(ps);
 	if (ps->p >= ps->end)
@@ -387,8 +388,9 @@ static int parse_value(struct parser *ps, int depth)
 		const char *s;
 		size_t len;
 		r = parse_string(ps, &s, &len);
+		/* parse_string sets s and len when it returns 0. */
 		if (!r) {
-			ps->doc->nodes[node].text = s;
+			ps->doc->nodes[node].text = s; // NOLINT(clang-analyzer-core.uninitialized.Assign)
 			ps->doc->nodes[node].len = len;
 		}
 		break;

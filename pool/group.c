@@ -170,6 +170,8 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 			held_clear(g, s->bid);
 	}
 	g->count += k;
+	/* cppcheck 2.10 wrongly takes len for less than 1 after the clamp above. */
+	// cppcheck-suppress knownConditionTrueFalse
 	if (len > g->buf_len)
 		g->buf_len = len;
 	if ((uint64_t)g->count + g->in_use + g->held > g->peak_size)

@@ -23,6 +23,7 @@
 #include "preload/stats.h"
 #include "preload/sys.h"
 #include "preload/trap.h"
+#include "preload/valgrind.h"
 
 struct bufsel_state bufsel;
 
@@ -57,15 +58,23 @@ __attribute__((constructor)) static void bufsel_init(void)
 			  SYS_TRAMPOLINE_ADDR, strerror(-r));
 		return;
 	}
-	trap_handler_install();
-	bufsel.trap_installed = 1;
-	if (trap_already_present()) {
-		log_debug("trap inherited from the parent process; not stacking another filter");
-	} else if ((r = trap_install())) {
-		bufsel.trap_installed = 0;
-		log_error("cannot install the seccomp filter (%s): bufsel is inactive, io_uring goes to the kernel",
-			  strerror(-r));
-		return;
+	if (valgrind_running()) {
+		log_warn("running under valgrind: no seccomp filter, only io_uring calls made through libc "
+			 "syscall() and mmap are intercepted");
+	} else if (valgrind_launcher()) {
+		log_info("VALGRIND_LIB is set (valgrind's launcher): no seccomp filter, which the tool process "
+			 "would inherit");
+	} else {
+		trap_handler_install();
+		bufsel.trap_installed = 1;
+		if (trap_already_present()) {
+			log_debug("trap inherited from the parent process; not stacking another filter");
+		} else if ((r = trap_install())) {
+			bufsel.trap_installed = 0;
+			log_error("cannot install the seccomp filter (%s): bufsel is inactive, io_uring goes to the kernel",
+				  strerror(-r));
+			return;
+		}
 	}
 	pthread_atfork(NULL, NULL, after_fork_child);
 	patch_init(bufsel.conf.patch);

@@ -66,7 +66,7 @@ int mover_start(struct ring *r)
 	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_attr_setstacksize(&attr, (size_t)64 * 1024);
 	/* The mover must never take a signal meant for the program's threads. */
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&saved, KSIGSET_SIZE, 0, 0);
 	atomic_fetch_add(&r->refs, 1);

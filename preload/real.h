@@ -9,11 +9,11 @@
 
 void *real_resolve(const char *name);
 
-#define REAL_DECL(name) static __typeof__(&name) real_##name
+#define REAL_DECL(name) static __typeof__(&(name)) real_##name
 #define REAL(name)                                                          \
 	({                                                                  \
 		if (!real_##name)                                           \
-			real_##name = (__typeof__(&name))real_resolve(#name); \
+			real_##name = (__typeof__(&(name)))real_resolve(#name); \
 		real_##name;                                                \
 	})
 

@@ -28,10 +28,13 @@ static struct ring ring_store[RING_SLOTS];
  * process with no shadowed ring pays nothing on close, mmap or enter. */
 static atomic_int ring_hwm;
 
+/* r names the loop variable, a declarator: it cannot be parenthesised. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define for_each_slot(r)                                                                   \
 	for (struct ring *r = ring_store,                                                  \
 			 *r##_end = ring_store + atomic_load_explicit(&ring_hwm, memory_order_acquire); \
 	     r < r##_end; r++)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 /* IORING_REGISTER_RING_FDS registrations are per task in the kernel, so the
  * index → ring map is per thread too. */
@@ -315,7 +318,7 @@ static int ring_alive(struct ring *r)
 			off += d->d_reclen;
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
-			int fd = atoi(d->d_name);
+			int fd = atoi(d->d_name); // NOLINT(cert-err34-c): /proc/self/fd names are fd numbers
 			if (fd != r->priv_fd && fd != dir && same_file(fd, r))
 				alive = 1;
 		}
@@ -324,19 +327,55 @@ static int ring_alive(struct ring *r)
 	return alive;
 }
 
+/*
+ * The sweeps judge a ring holding a reference: without one, another thread
+ * could tear the slot down and set a new ring up in it between the judgement
+ * and ring_release, which would then drop the new ring.
+ */
 void ring_sweep(void)
 {
 	for_each_slot(r) {
-		if (atomic_load(&r->live) && !ring_alive(r))
-			ring_release(r);
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		if (!ring_alive(got))
+			ring_release(got);
+		ring_put(got);
+	}
+}
+
+/*
+ * The kernel has just given fd to a new ring, so a live ring still filed
+ * under that number lost it to a close() bufsel did not see (liburing's
+ * inline one, possibly on another thread after this setup's sweep).  Left
+ * there it would answer the new ring's lookups: it goes if nothing refers to
+ * it any more, else it is found through its dups only.
+ */
+void ring_fd_reused(int fd)
+{
+	for_each_slot(r) {
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		if (got->prog_fd == fd) {
+			if (ring_alive(got))
+				got->prog_fd = -1;
+			else
+				ring_release(got);
+		}
+		ring_put(got);
 	}
 }
 
 void ring_closed(int fd)
 {
 	for_each_slot(r) {
-		if (atomic_load(&r->live) && r->prog_fd == fd && !ring_alive(r))
-			ring_release(r);
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		if (got->prog_fd == fd && !ring_alive(got))
+			ring_release(got);
+		ring_put(got);
 	}
 }
 

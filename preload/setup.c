@@ -31,7 +31,10 @@
 
 static long setup_forward(const long a[6])
 {
-	return sys_call3(__NR_io_uring_setup, a[0], a[1], 0);
+	long fd = sys_call3(__NR_io_uring_setup, a[0], a[1], 0);
+	if (fd >= 0)
+		ring_fd_reused((int)fd);
+	return fd;
 }
 
 static int map_real(struct ring *r, const struct io_uring_params *p)
@@ -127,6 +130,7 @@ long emu_setup(const long a[6])
 	long fd = sys_call3(__NR_io_uring_setup, a[0], (long)&p, 0);
 	if (fd < 0)
 		return fd;
+	ring_fd_reused((int)fd);
 	struct ring *r = ring_alloc();
 	if (!r) {
 		log_warn("ring fd %ld: more than %d rings alive, passed through to the kernel", fd,

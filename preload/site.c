@@ -51,8 +51,10 @@ void site_init(void)
 	unw.get_proc_name = (int (*)(unw_cursor_t *, char *, size_t, unw_word_t *))dlsym(h, "_ULx86_64_get_proc_name");
 	unw.get_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))dlsym(h, "_ULx86_64_get_reg");
 	unw.getcontext = (int (*)(unw_context_t *))dlsym(h, "_Ux86_64_getcontext");
-	if (!unw.init_local2 || !unw.step || !unw.get_proc_name || !unw.get_reg || !unw.getcontext)
+	if (!unw.init_local2 || !unw.step || !unw.get_proc_name || !unw.get_reg || !unw.getcontext) {
 		unw.init_local2 = NULL;
+		dlclose(h);
+	}
 }
 
 int site_in_bufsel(const void *addr)

@@ -101,6 +101,8 @@ int sys_dupfd_high(int fd)
 {
 	struct rlimit rl;
 	long base = 1024;
+	/* The kernel fills rl when getrlimit returns 0. */
+	// NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
 	if (!sys_call3(SYS_getrlimit, RLIMIT_NOFILE, (long)&rl, 0) && rl.rlim_cur != RLIM_INFINITY)
 		base = (long)rl.rlim_cur;
 	if (base > 65536)

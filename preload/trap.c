@@ -24,7 +24,7 @@
 #define SD_ARCH offsetof(struct seccomp_data, arch)
 #define SD_IP_LO offsetof(struct seccomp_data, instruction_pointer)
 #define SD_IP_HI (SD_IP_LO + 4)
-#define SD_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define SD_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8ul * (i))
 #define SD_ARG_HI(i) (SD_ARG_LO(i) + 4)
 
 #define LD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))

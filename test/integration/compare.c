@@ -68,6 +68,7 @@
 	X(wait_timeout, 10, true, true)        \
 	X(eintr, 10, true, true)               \
 	X(dup_fd, 10, true, true)              \
+	X(fd_reuse, 10, true, true)            \
 	X(registered_ring, 10, true, true)     \
 	X(sq128, 10, true, true)               \
 	X(nop_static, 10, true, true)          \

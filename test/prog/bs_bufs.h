@@ -39,10 +39,11 @@ struct arena {
 
 /*
  * Arenas live until exit: the kernel may still own a buffer when a program
- * ends. They stay reachable from here, so that LeakSanitizer (make asan) does
- * not take them for leaks.
+ * ends. They stay reachable from here, so that LeakSanitizer (make asan) and
+ * memcheck (make valgrind) do not take them for leaks; volatile, or -O2
+ * drops the stores to an array nothing reads.
  */
-static char *arena_keep[128];
+static char *volatile arena_keep[128];
 static unsigned arena_nkeep;
 
 /* Filled with '.', so a byte the kernel did not write is visible if printed. */

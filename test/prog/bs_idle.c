@@ -102,6 +102,7 @@ static void child(int ctl, int max)
 					_exit(4);
 			}
 		} else {
+			free(far);
 			_exit(0);
 		}
 		ctl_send(ctl, 'k', NULL, 0);

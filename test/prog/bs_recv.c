@@ -355,6 +355,7 @@ static void dgram_cases(void)
 			struct cmsghdr h;
 			char b[CMSG_SPACE(sizeof(int))];
 		} ctl;
+		memset(&ctl, 0, sizeof(ctl));
 		struct iovec siov = { (void *)payload[step], strlen(payload[step]) };
 		struct msghdr sm = { .msg_name = &ra, .msg_namelen = rlen, .msg_iov = &siov, .msg_iovlen = 1,
 				     .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };

@@ -34,7 +34,7 @@ int main(void)
 		die("listen socket: %s", strerror(errno));
 	note("listen fd %d", ls);
 
-	struct sockaddr_in peer;
+	struct sockaddr_in peer = { 0 };
 	socklen_t peerlen = sizeof(peer);
 	struct io_uring_sqe *sqe = get_sqe(&ring);
 	io_uring_prep_accept(sqe, ls, (struct sockaddr *)&peer, &peerlen, 0);

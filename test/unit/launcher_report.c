@@ -122,6 +122,7 @@ Test(json, every_type)
 	json_free(&doc);
 
 	cr_assert_eq(parse_str("0"), 0);
+	json_free(&doc);
 	cr_assert_eq(parse_str("\"\""), 0);
 	cr_assert_eq(doc.nodes[0].len, 0);
 	json_free(&doc);
