@@ -489,7 +489,10 @@ static char *preload_with_bufsel(void)
 	const char *cur = getenv("LD_PRELOAD");
 	char *orig = cur ? xstrdup(cur) : NULL;
 	library_preload(orig, ab.libpath);
-	char *val = xstrdup(getenv("LD_PRELOAD"));
+	const char *set = getenv("LD_PRELOAD");
+	if (!set)
+		fatal("LD_PRELOAD was not set for the bufsel arms");
+	char *val = xstrdup(set);
 	if (orig ? setenv("LD_PRELOAD", orig, 1) : unsetenv("LD_PRELOAD"))
 		fatal("restoring LD_PRELOAD");
 	free(orig);
@@ -574,9 +577,10 @@ static void empty_dir(const char *dir)
 static void cleanup(void)
 {
 	if (ab.child > 0) {
-		kill(-ab.child, SIGKILL);
-		kill(ab.child, SIGKILL);
-		waitpid(ab.child, NULL, 0);
+		/* Best effort on the way out: the group or the child may be gone already. */
+		(void)kill(-ab.child, SIGKILL);
+		(void)kill(ab.child, SIGKILL);
+		(void)waitpid(ab.child, NULL, 0);
 		ab.child = 0;
 	}
 	if (!ab.tmpdir[0])
@@ -732,7 +736,7 @@ static void take_stderr(struct capture *c, const char *buf, size_t n)
 /* The last AB_TAIL_LINES lines of what the program wrote on stderr. */
 static char *stderr_tail(const struct capture *c)
 {
-	size_t len = c->tail_len, start = len, lines = 0;
+	size_t len = c->tail_len, start, lines = 0;
 	while (len && c->tail[len - 1] == '\n')
 		len--;
 	for (start = len; start > 0; start--)
@@ -749,9 +753,10 @@ static void write_json(void);
 static noreturn void interrupted(int sig, const char *label)
 {
 	if (ab.child > 0) {
-		kill(-ab.child, SIGKILL);
-		kill(ab.child, SIGKILL);
-		waitpid(ab.child, NULL, 0);
+		/* Best effort on the way out: the group or the child may be gone already. */
+		(void)kill(-ab.child, SIGKILL);
+		(void)kill(ab.child, SIGKILL);
+		(void)waitpid(ab.child, NULL, 0);
 		ab.child = 0;
 	}
 	warn("%s during the %s: the program was killed; stopping", strsignal(sig), label);
@@ -771,7 +776,8 @@ static noreturn void child(int out, int err, char **envp)
 		close(null);
 	setpgid(0, 0);
 	/* The mask is inherited across exec: the program gets the caller's. */
-	sigprocmask(SIG_SETMASK, &ab.old_mask, NULL);
+	if (sigprocmask(SIG_SETMASK, &ab.old_mask, NULL))
+		_exit(126);
 	execve(ab.path, ab.argv, envp);
 	dprintf(2, "bufsel: ab: cannot execute %s: %s\n", ab.path, strerror(errno));
 	_exit(127);
@@ -868,10 +874,11 @@ static int run_once(struct arm *a, const char *label, struct run_result *res, ch
 			}
 		}
 	}
-	/* What is left of the group: the program on a timeout, or descendants it left behind. */
-	kill(-pid, SIGKILL);
+	/* What is left of the group: the program on a timeout, or descendants it
+	 * left behind; ESRCH (nothing left) is the usual answer. */
+	(void)kill(-pid, SIGKILL);
 	if (!reaped) {
-		kill(pid, SIGKILL);
+		(void)kill(pid, SIGKILL);
 		while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 			;
 	}
@@ -1022,7 +1029,7 @@ static void pair_ratios(const struct arm *a, unsigned m, double *ratios)
 
 static bool higher_is_better(unsigned m)
 {
-	if (m < M_BUILTIN)
+	if (m < M_BUILTIN || m >= ab.nmeasures)
 		return false;
 	const char *name = ab.measure[m];
 	size_t n = strlen(name);

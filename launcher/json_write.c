@@ -48,7 +48,7 @@ static void put_string(FILE *f, const char *str, size_t len)
 		} else {
 			size_t n = json_utf8_len(s + i, len - i);
 			if (n) {
-				fwrite(s + i, 1, n, f);
+				(void)fwrite(s + i, 1, n, f);	/* ferror() in jw_finish */
 				i += n;
 			} else {
 				fputs("\\ufffd", f);
@@ -172,7 +172,7 @@ void jw_raw(struct json_writer *w, const char *key, const char *text, size_t len
 	while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r' || text[len - 1] == '\t'))
 		len--;
 	start(w, key);
-	fwrite(text, 1, len, w->f);
+	(void)fwrite(text, 1, len, w->f);	/* ferror() in jw_finish */
 }
 
 int jw_finish(struct json_writer *w)

@@ -139,14 +139,12 @@ int insn_length(const uint8_t *p, size_t avail)
 		return -1;	/* XOP */
 
 	int imm = 0;
-	if (op < 0x40 && (op & 7) == 4)
-		imm = 1;
-	else if (op < 0x40 && (op & 7) == 5)
+	if (op < 0x40 && (op & 7) == 5)
 		imm = immz;
 	else if (op == 0x68 || op == 0x69 || op == 0x81 || op == 0xa9 || op == 0xc7 || op == 0xe8 ||
 		 op == 0xe9)
 		imm = (op == 0xe8 || op == 0xe9) ? 4 : immz;
-	else if (op == 0x6a || op == 0x6b || (op >= 0x70 && op <= 0x7f) || op == 0x80 || op == 0x83 ||
+	else if ((op < 0x40 && (op & 7) == 4) || op == 0x6a || op == 0x6b || (op >= 0x70 && op <= 0x7f) || op == 0x80 || op == 0x83 ||
 		 op == 0xa8 || (op >= 0xb0 && op <= 0xb7) || op == 0xc0 || op == 0xc1 || op == 0xc6 ||
 		 op == 0xcd || (op >= 0xe0 && op <= 0xe7) || op == 0xeb)
 		imm = 1;

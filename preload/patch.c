@@ -366,7 +366,7 @@ static void patch_locked(uintptr_t rip, long nr)
 	/* The syscall is the 2 bytes before rip; the load is 5 or 3 before that. */
 	uintptr_t site = 0;
 	size_t len = 0;
-	struct code_range cr;
+	struct code_range cr = { 0 };
 	if (refused(rip))
 		return;
 	if (ehframe_lookup(rip - 2, &cr) || rip - 7 < cr.func_start) {
