@@ -526,6 +526,10 @@ static bool gen_read(struct seq *s, struct op *o, struct io_uring_sqe *sqe, stru
 		o->off = rng_pct(r, 80) ? rng_below(r, FILE_LEN + 64) : (uint64_t)-1;
 	else
 		o->off = rng_pct(r, 85) ? 0 : rng_pct(r, 50) ? (uint64_t)-1 : 1 + rng_below(r, 100);
+	/* The file position is shared like a stream's: a link successor reads
+	 * at an offset of its own (link-order). */
+	if (s->ep[e].kind == EP_FILE && o->off == (uint64_t)-1 && b->linked && !known_allowed(KNOWN_LINK_ORDER))
+		o->off = 0;
 	int fd = s->ep[e].fd;
 	if (o->kind == K_READV) {
 		unsigned nr = 1;
@@ -569,8 +573,8 @@ static bool gen_recv(struct seq *s, struct op *o, struct io_uring_sqe *sqe, stru
 	 * once it was queued again after 32 receives in a row), so natively
 	 * it would hang; and under BUFSEL_KERNEL=5.6 its end's flags differ
 	 * (docs/reliability.md). */
-	if (e == E_STREAM && multi && s->ep[e].eof)
-		e = -1;
+	if (e == E_STREAM && multi && (s->ep[e].eof || b->linked))
+		e = -1;	/* a link successor may be armed only after the end */
 	if (e < 0)
 		return false;
 	take_ep(s, o, b, e);
