@@ -133,6 +133,22 @@ static inline void submit_expect(struct io_uring *ring, int want)
 		die("submit returned %d, wanted %d", ret, want);
 }
 
+/* Submits n NOPs with user_data ud, ud+1, ... and prints their CQEs. */
+static inline void nops_print(struct io_uring *ring, unsigned long long ud, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe = get_sqe(ring);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = ud + i;
+	}
+	submit_expect(ring, (int)n);
+	for (unsigned done = 0; done < n;) {
+		unsigned k = n - done < 64 ? n - done : 64;
+		reap_print(ring, k);
+		done += k;
+	}
+}
+
 /* Asserts that nothing is pending in the CQ right now (without waiting). */
 static inline void expect_no_cqe(struct io_uring *ring, const char *what)
 {

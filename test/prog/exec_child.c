@@ -14,17 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void nops(struct io_uring *ring, unsigned long long ud, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = get_sqe(ring);
-		io_uring_prep_nop(sqe);
-		sqe->user_data = ud + i;
-	}
-	submit_expect(ring, (int)n);
-	reap_print(ring, n);
-}
-
 static int child(void)
 {
 	struct io_uring ring;
@@ -32,7 +21,7 @@ static int child(void)
 	if (ret < 0)
 		die("child queue_init: %s", strerror(-ret));
 	note("child: ring fd %d", ring.ring_fd);
-	nops(&ring, 100, 4);
+	nops_print(&ring, 100, 4);
 	int p[2];
 	char buf[8] = { 0 };
 	if (pipe(p) < 0 || write(p[1], "exec", 4) != 4)
@@ -57,7 +46,7 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		die("queue_init: %s", strerror(-ret));
 	note("parent: ring fd %d", ring.ring_fd);
-	nops(&ring, 1, 3);
+	nops_print(&ring, 1, 3);
 
 	pid_t pid = fork();
 	if (pid < 0)
@@ -76,7 +65,7 @@ int main(int argc, char **argv)
 	if (WEXITSTATUS(status) != 0)
 		die("child failed");
 
-	nops(&ring, 10, 3);
+	nops_print(&ring, 10, 3);
 	io_uring_queue_exit(&ring);
 	return 0;
 }

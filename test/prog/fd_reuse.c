@@ -11,21 +11,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void nops(struct io_uring *ring, unsigned long long ud, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = get_sqe(ring);
-		io_uring_prep_nop(sqe);
-		sqe->user_data = ud + i;
-	}
-	submit_expect(ring, (int)n);
-	for (unsigned done = 0; done < n;) {
-		unsigned k = n - done < 64 ? n - done : 64;
-		reap_print(ring, k);
-		done += k;
-	}
-}
-
 int main(void)
 {
 	struct io_uring a, b;
@@ -47,11 +32,11 @@ int main(void)
 	note("a's first fd %d, its dup %d; b got fd %d: %s", first, d, b.ring_fd,
 	     b.ring_fd == first ? "the same number" : "another number");
 	note("b: sq %u entries", b.sq.ring_entries);
-	nops(&b, 1000, 100);
+	nops_print(&b, 1000, 100);
 	note("a, through the dup");
-	nops(&a, 1, 3);
+	nops_print(&a, 1, 3);
 	note("b again");
-	nops(&b, 2000, 3);
+	nops_print(&b, 2000, 3);
 
 	io_uring_queue_exit(&b);
 	io_uring_queue_exit(&a);

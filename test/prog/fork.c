@@ -10,17 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void nops(struct io_uring *ring, unsigned long long ud, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = get_sqe(ring);
-		io_uring_prep_nop(sqe);
-		sqe->user_data = ud + i;
-	}
-	submit_expect(ring, (int)n);
-	reap_print(ring, n);
-}
-
 int main(void)
 {
 	struct io_uring ring;
@@ -31,7 +20,7 @@ int main(void)
 	if (pipe(p) < 0)
 		die("pipe: %s", strerror(errno));
 	note("parent ring fd %d, pipe %d %d", ring.ring_fd, p[0], p[1]);
-	nops(&ring, 1, 2);
+	nops_print(&ring, 1, 2);
 
 	char buf[16] = { 0 };
 	struct io_uring_sqe *sqe = get_sqe(&ring);
@@ -48,7 +37,7 @@ int main(void)
 		if (ret < 0)
 			die("child queue_init: %s", strerror(-ret));
 		note("child ring fd %d", child.ring_fd);
-		nops(&child, 100, 3);
+		nops_print(&child, 100, 3);
 		int fd = dup(0);
 		note("child's next fd %d", fd);
 		io_uring_queue_exit(&child);
@@ -66,7 +55,7 @@ int main(void)
 		die("write: %s", strerror(errno));
 	reap_print(&ring, 1);
 	note("parent read \"%s\"", buf);
-	nops(&ring, 20, 2);
+	nops_print(&ring, 20, 2);
 
 	io_uring_queue_exit(&ring);
 	return 0;

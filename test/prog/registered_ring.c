@@ -9,17 +9,6 @@
 
 #include <unistd.h>
 
-static void nops(struct io_uring *ring, unsigned long long ud, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = get_sqe(ring);
-		io_uring_prep_nop(sqe);
-		sqe->user_data = ud + i;
-	}
-	submit_expect(ring, (int)n);
-	reap_print(ring, n);
-}
-
 int main(void)
 {
 	struct io_uring ring;
@@ -32,7 +21,7 @@ int main(void)
 
 	note("register_ring_fd returned %d", io_uring_register_ring_fd(&ring));
 	note("enter_ring_fd (the table index) %d", ring.enter_ring_fd);
-	nops(&ring, 1, 3);
+	nops_print(&ring, 1, 3);
 
 	char buf[8] = { 0 };
 	struct io_uring_sqe *sqe = get_sqe(&ring);
@@ -57,7 +46,7 @@ int main(void)
 	note("unregister_ring_fd returned %d", io_uring_unregister_ring_fd(&ring));
 	note("unregister_ring_fd again returned %d", io_uring_unregister_ring_fd(&ring));
 	note("enter_ring_fd back to the fd %d", ring.enter_ring_fd == ring.ring_fd);
-	nops(&ring, 30, 2);
+	nops_print(&ring, 30, 2);
 
 	close(p[0]);
 	close(p[1]);

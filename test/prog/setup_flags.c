@@ -21,17 +21,6 @@ static int setup(const char *name, unsigned entries, struct io_uring *ring, stru
 	return ret;
 }
 
-static void nops(struct io_uring *ring, unsigned long long ud, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = get_sqe(ring);
-		io_uring_prep_nop(sqe);
-		sqe->user_data = ud + i;
-	}
-	submit_expect(ring, (int)n);
-	reap_print(ring, n);
-}
-
 /* Four SQEs, the second with an opcode no kernel has. */
 static void bad_batch(struct io_uring *ring, unsigned long long ud)
 {
@@ -56,7 +45,7 @@ int main(void)
 	if (setup("default", 5, &a, &p) < 0)
 		die("default ring");
 	note("features 0x%x", p.features);
-	nops(&a, 1, 2);
+	nops_print(&a, 1, 2);
 	note("default ring stops at the failing SQE");
 	bad_batch(&a, 10);
 
@@ -65,7 +54,7 @@ int main(void)
 	p.cq_entries = 100;
 	if (setup("cqsize 100", 4, &b, &p) < 0)
 		die("cqsize ring");
-	nops(&b, 20, 3);
+	nops_print(&b, 20, 3);
 	io_uring_queue_exit(&b);
 
 	memset(&p, 0, sizeof(p));
@@ -75,7 +64,7 @@ int main(void)
 	p.cq_entries = 1u << 24;
 	if (setup("clamp sq and cq", 1u << 20, &b, &p) < 0)
 		die("clamp ring");
-	nops(&b, 30, 3);
+	nops_print(&b, 30, 3);
 	io_uring_queue_exit(&b);
 
 	struct { const char *name; unsigned entries, flags, cq; } bad[] = {
@@ -104,7 +93,7 @@ int main(void)
 	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 	if (setup("coop_taskrun|taskrun_flag", 8, &b, &p) < 0)
 		die("coop ring");
-	nops(&b, 50, 4);
+	nops_print(&b, 50, 4);
 	io_uring_queue_exit(&b);
 
 	memset(&p, 0, sizeof(p));
@@ -112,8 +101,8 @@ int main(void)
 	p.wq_fd = (unsigned)a.ring_fd;
 	if (setup("attach_wq to the default ring", 8, &b, &p) < 0)
 		die("attach_wq ring");
-	nops(&b, 60, 2);
-	nops(&a, 70, 2);
+	nops_print(&b, 60, 2);
+	nops_print(&a, 70, 2);
 	io_uring_queue_exit(&b);
 
 	memset(&p, 0, sizeof(p));
