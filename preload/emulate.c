@@ -49,6 +49,10 @@ long emu_enter(const long a[6])
 							      : ring_get((int)a[0]);
 	if (!r)
 		return sys_call6(__NR_io_uring_enter, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (!enter_flags_valid(flags)) {
+		ring_put(r);
+		return -EINVAL;
+	}
 	long ret = ring_enter(r, (unsigned)a[1], (unsigned)a[2], flags & ~IORING_ENTER_REGISTERED_RING,
 			      (const void *)a[4], (size_t)a[5]);
 	ring_put(r);

@@ -9,9 +9,11 @@
  */
 #include "preload/ring_io.h"
 
+#include <errno.h>
 #include <sys/syscall.h>
 
 #include "preload/mover.h"
+#include "preload/state.h"
 #include "preload/sys.h"
 
 #define ENTER_SUBMIT_FLAGS (IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT)
@@ -109,6 +111,24 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	if (ret < 0 && ready)
 		ret = 0;
 	return ret;
+}
+
+/*
+ * The kernel refuses an enter with a flag it does not know before it looks at
+ * anything else, but bufsel answers many enters without one (nothing to
+ * submit, completions already there): it asks the kernel once per new set of
+ * flags, with no ring (-EINVAL: a flag is unknown; -EBADF: all are known).
+ */
+bool enter_flags_valid(unsigned flags)
+{
+	flags &= ~IORING_ENTER_REGISTERED_RING;	/* the caller resolved it; its check needs a real index */
+	unsigned ok = atomic_load_explicit(&bufsel.enter_flags_ok, memory_order_relaxed);
+	if (!(flags & ~ok))
+		return true;
+	if (sys_call6(__NR_io_uring_enter, -1, 0, 0, flags, 0, 0) == -EINVAL)
+		return false;
+	atomic_fetch_or_explicit(&bufsel.enter_flags_ok, flags, memory_order_relaxed);
+	return true;
 }
 
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,

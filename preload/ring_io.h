@@ -6,6 +6,8 @@
 #ifndef BUFSEL_PRELOAD_RING_IO_H
 #define BUFSEL_PRELOAD_RING_IO_H
 
+#include <stdbool.h>
+
 #include "preload/ring.h"
 
 /* Where one drain pass stands (shared by program batches and held chains). */
@@ -50,6 +52,8 @@ void complete_wait_end(struct ring *r);
 /* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 
+/* False when the kernel would refuse these io_uring_enter flags (-EINVAL). */
+bool enter_flags_valid(unsigned flags);
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		const void *argp, size_t argsz);
 

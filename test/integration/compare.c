@@ -64,6 +64,7 @@
 	X(cq_overflow, 10, true, true)         \
 	X(threads, 15, true, true)             \
 	X(patch_race, 30, true, true)          \
+	X(patch_regs, 10, true, true)          \
 	X(fork, 10, true, true)                \
 	X(wait_timeout, 10, true, true)        \
 	X(eintr, 10, true, true)               \
@@ -440,9 +441,9 @@ Test(passthrough, nop_batch, .timeout = 30)
  * trapped.  Here: liburing's enter site is rewritten (and used) by default,
  * and nothing is rewritten with patch=off.
  */
-static void patch_counts(enum mode mode, unsigned long *patched, unsigned long *sites)
+static void patch_counts(const char *name, enum mode mode, unsigned long *patched, unsigned long *sites)
 {
-	const struct prog *p = find_prog("nop_batch");
+	const struct prog *p = find_prog(name);
 	unsigned long setup;
 	run_prog(&run_b, p, mode);
 	expect_success(&run_b, p->name);
@@ -455,12 +456,26 @@ static void patch_counts(enum mode mode, unsigned long *patched, unsigned long *
 Test(patch, liburing_sites_are_rewritten_unless_off, .timeout = 30)
 {
 	unsigned long patched, sites;
-	patch_counts(PRELOAD, &patched, &sites);
+	patch_counts("nop_batch", PRELOAD, &patched, &sites);
 	cr_assert_geq(sites, 1, "no site rewritten");
 	cr_assert_geq(patched, 1, "no call came through a rewritten site");
-	patch_counts(TRAP_ONLY, &patched, &sites);
+	patch_counts("nop_batch", TRAP_ONLY, &patched, &sites);
 	cr_assert_eq(sites, 0);
 	cr_assert_eq(patched, 0);
+}
+
+/*
+ * patch_regs checks every register across its own three call sites (its
+ * output, compared with the native run above, says so); here: those sites
+ * were rewritten and all but their first calls went through bufsel's stubs,
+ * so the check covered the rewritten path and not only the trap.
+ */
+Test(patch, register_check_ran_through_rewritten_sites, .timeout = 30)
+{
+	unsigned long patched, sites;
+	patch_counts("patch_regs", PRELOAD, &patched, &sites);
+	cr_assert_geq(sites, 3, "patch_regs: %lu of its 3 call sites rewritten", sites);
+	cr_assert_geq(patched, 150, "patch_regs: only %lu calls through rewritten sites", patched);
 }
 
 /* A program built but missing from the table would silently go unchecked. */

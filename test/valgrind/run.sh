@@ -54,6 +54,7 @@ exec_nopreload:re-executes /proc/self/exe, which under valgrind is the tool, not
 eintr:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so the signalling thread never runs
 stress_signals:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so the signalling thread never runs
 stress_recv:threads block in io_uring_enter waiting for data other threads send: under valgrind 3.19 it does not finish in minutes, natively (without bufsel) either
+patch_regs:makes io_uring calls with syscall instructions of its own, which no libc hook sees, and loads AVX-512 registers, which valgrind 3.19 does not emulate
 stress_fork:re-executes /proc/self/exe, which under valgrind is the tool, not the program
 fault_ring:passes unmapped pointers to io_uring_enter and io_uring_register on purpose: memcheck reports those arguments natively too
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
