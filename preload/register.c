@@ -140,6 +140,16 @@ long emu_register(const long a[6])
 		return -EINVAL;
 	}
 	int shadowed = r != NULL;
+	if (r && opcode == IORING_REGISTER_RESIZE_RINGS_NR && (r->setup_flags & IORING_SETUP_DEFER_TASKRUN)) {
+		/* The kernel would swap the rings bufsel submits to and reaps
+		 * from under it; the shadow does not follow.  -EINVAL is what
+		 * a ring that cannot be resized (no DEFER_TASKRUN, or a kernel
+		 * before 6.13) answers, and programs go on with the old size. */
+		log_warn("ring fd %d: IORING_REGISTER_RESIZE_RINGS refused (-EINVAL): bufsel cannot resize its shadow",
+			      r->prog_fd);
+		ring_put(r);
+		return -EINVAL;
+	}
 	if (r) {
 		long ret = -ENOSYS;
 		complete_sync_cq_flags(r);

@@ -26,5 +26,7 @@
 #ifndef IORING_SETUP_NO_MMAP
 #define IORING_SETUP_NO_MMAP (1U << 14)
 #endif
+/* 6.13: new SQ and CQ rings for a live ring; the program maps them again. */
+#define IORING_REGISTER_RESIZE_RINGS_NR 33
 
 #endif

@@ -102,6 +102,8 @@
 	X(fault_limits, 20, true, true)        \
 	X(fault_alloc, 30, true, true)         \
 	X(fault_close, 30, true, true)         \
+	X(fault_args, 20, true, false)         \
+	X(resize_rings, 10, true, true)        \
 	X(no_uring, 10, false, true)
 
 struct prog {
@@ -155,7 +157,8 @@ static char **make_env(const char *extra1, const char *extra2, const char *extra
 	return env;
 }
 
-static void run_prog(struct run *r, const struct prog *p, enum mode mode)
+/* arg: one argument for the program, or NULL. */
+static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, char *arg)
 {
 	char exe[PATH_MAX], lib[PATH_MAX], launcher[PATH_MAX], rel[PATH_MAX];
 	snprintf(rel, sizeof(rel), "test/prog/%s", p->name);
@@ -168,7 +171,7 @@ static void run_prog(struct run *r, const struct prog *p, enum mode mode)
 	static char preload[2 * PATH_MAX + 16], asan_preload[PATH_MAX + 16];
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "", lib);
 	snprintf(asan_preload, sizeof(asan_preload), "LD_PRELOAD=%s", asan ? asan : "");
-	char *argv[4] = { exe, NULL, NULL, NULL };
+	char *argv[5] = { exe, arg, NULL, NULL, NULL };
 	char **env;
 	r->mode = mode;
 	switch (mode) {
@@ -194,9 +197,15 @@ static void run_prog(struct run *r, const struct prog *p, enum mode mode)
 		argv[0] = launcher;
 		argv[1] = "--";
 		argv[2] = exe;
+		argv[3] = arg;
 		break;
 	}
 	harness_run(r, argv, env, p->timeout);
+}
+
+static void run_prog(struct run *r, const struct prog *p, enum mode mode)
+{
+	run_prog_arg(r, p, mode, NULL);
 }
 
 /* ---- checks --------------------------------------------------------------- */
@@ -476,6 +485,34 @@ Test(patch, register_check_ran_through_rewritten_sites, .timeout = 30)
 	patch_counts("patch_regs", PRELOAD, &patched, &sites);
 	cr_assert_geq(sites, 3, "patch_regs: %lu of its 3 call sites rewritten", sites);
 	cr_assert_geq(patched, 150, "patch_regs: only %lu calls through rewritten sites", patched);
+}
+
+/*
+ * A resize the kernel accepts (6.13+, DEFER_TASKRUN) is refused under bufsel,
+ * a documented difference (docs/buffer-selection.md): the program gets
+ * -EINVAL, as from a kernel that cannot resize, a warning names the reason,
+ * and the ring goes on working.  The resizes every kernel refuses are in the
+ * table's native comparisons (resize_rings without an argument).
+ */
+Test(known_difference, resize_rings_refused, .timeout = 30)
+{
+	const struct prog *p = find_prog("resize_rings");
+	run_prog_arg(&run_a, p, NATIVE, "defer");
+	expect_success(&run_a, "resize_rings defer");
+	cr_assert(strstr(run_a.out, "note resize on a DEFER_TASKRUN ring: 0\n") ||
+			  strstr(run_a.out, "note resize on a DEFER_TASKRUN ring: -22\n"),
+		  "native: %s", run_a.out);
+	run_prog_arg(&run_b, p, PRELOAD, "defer");
+	expect_success(&run_b, "resize_rings defer");
+	cr_assert(strstr(run_b.out, "note resize on a DEFER_TASKRUN ring: -22\n"
+				    "note after the refused resize:\n"
+				    "cqe ud=10 res=0 flags=0x0\n"
+				    "cqe ud=11 res=0 flags=0x0\n"
+				    "cqe ud=12 res=0 flags=0x0\n"),
+		  "under bufsel: %s", run_b.out);
+	cr_assert(strstr(run_b.err, "IORING_REGISTER_RESIZE_RINGS refused (-EINVAL)"), "%s", run_b.err);
+	free_run(&run_a);
+	free_run(&run_b);
 }
 
 /* A program built but missing from the table would silently go unchecked. */
