@@ -42,7 +42,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap socket_recv link_
 	cancel eventfd reg_files sqpoll sqpoll_spin defer_taskrun setup_flags cq_overflow threads
 	fork wait_timeout dup_fd fd_reuse registered_ring sq128 raw_syscall sigblock cycles
 	bs_provide bs_read bs_recv bs_multishot bs_link bs_cancel bs_groups bs_idle bs_echo bs_eof_wave
-	stress_overflow fault_sqe fault_alloc fault_close patch_race
+	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings
 	pol_cap pol_maxlen pol_inject pol_stats no_uring"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Programs left out, each with its reason (checked by hand, not here;
@@ -57,6 +57,7 @@ stress_recv:threads block in io_uring_enter waiting for data other threads send:
 patch_regs:makes io_uring calls with syscall instructions of its own, which no libc hook sees, and loads AVX-512 registers, which valgrind 3.19 does not emulate
 stress_fork:re-executes /proc/self/exe, which under valgrind is the tool, not the program
 fault_ring:passes unmapped pointers to io_uring_enter and io_uring_register on purpose: memcheck reports those arguments natively too
+fault_args:passes unmapped pointers to io_uring_enter and io_uring_register on purpose: memcheck reports those arguments natively too
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
 
 VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
