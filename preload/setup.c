@@ -27,7 +27,7 @@
 	(IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP |   \
 	 IORING_SETUP_ATTACH_WQ | IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL |             \
 	 IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SINGLE_ISSUER |     \
-	 IORING_SETUP_DEFER_TASKRUN)
+	 IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_NO_SQARRAY)
 
 static long setup_forward(const long a[6])
 {
@@ -70,7 +70,9 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 	r->rsq_head = (void *)(s + p->sq_off.head);
 	r->rsq_tail = (void *)(s + p->sq_off.tail);
 	r->rsq_flags = (void *)(s + p->sq_off.flags);
-	r->rsq_array = (void *)(s + p->sq_off.array);
+	/* Without an array the kernel takes slot head & mask, which is where
+	 * bufsel puts every SQE anyway. */
+	r->rsq_array = p->flags & IORING_SETUP_NO_SQARRAY ? NULL : (void *)(s + p->sq_off.array);
 	r->rsq_mask = *(unsigned *)(s + p->sq_off.ring_mask);
 	r->rsq_entries = *(unsigned *)(s + p->sq_off.ring_entries);
 	r->rcq_head = (void *)(c + p->cq_off.head);
@@ -89,6 +91,7 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 {
 	struct shadow_layout lay;
 	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
+	lay.no_sqarray = !!(p->flags & IORING_SETUP_NO_SQARRAY);
 	int low = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
 	if (low < 0)
 		return low;

@@ -40,7 +40,7 @@ void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets
 	*so = (struct io_sqring_offsets){
 		.head = l->sq_head, .tail = l->sq_tail, .ring_mask = l->sq_mask,
 		.ring_entries = l->sq_entries, .flags = l->sq_flags,
-		.dropped = l->sq_dropped, .array = l->sq_array,
+		.dropped = l->sq_dropped, .array = l->no_sqarray ? 0 : l->sq_array,
 	};
 	*co = (struct io_cqring_offsets){
 		.head = l->cq_head, .tail = l->cq_tail, .ring_mask = l->cq_mask,

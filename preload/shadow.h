@@ -10,6 +10,7 @@
 
 #include <linux/io_uring.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,7 @@ struct shadow_layout {
 	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
 	uint32_t sq_dropped, sq_flags, cq_flags, cq_overflow;
 	uint32_t cqes, sq_array;
+	bool no_sqarray;	/* IORING_SETUP_NO_SQARRAY: the program's SQE for head is slot head & mask */
 	size_t rings_len;	/* the region at IORING_OFF_SQ_RING (= CQ_RING) */
 	size_t sqes_off;	/* where the SQE array starts in the memfd */
 	size_t sqes_len;

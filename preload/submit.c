@@ -15,6 +15,13 @@
 
 #include <errno.h>
 
+/* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
+static inline void real_slot_publish(struct ring *r, unsigned slot)
+{
+	if (r->rsq_array)
+		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+}
+
 /* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
  * must wait (a barrier: the kernel has to see what precedes it first). */
 static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *src,
@@ -57,7 +64,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	}
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
 		r->kernel_skip = 1;
-	atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+	real_slot_publish(r, slot);
 	st->copied++;
 	return 1;
 }
@@ -76,7 +83,9 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail };
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned idx = atomic_load_explicit(&s->sq_array[(head + i) & s->sq_mask], memory_order_relaxed);
+		unsigned idx = s->lay.no_sqarray ? (head + i) & s->sq_mask
+						 : atomic_load_explicit(&s->sq_array[(head + i) & s->sq_mask],
+									memory_order_relaxed);
 		if (idx >= s->sq_entries) {
 			b->dropped = 1;
 			break;
@@ -92,7 +101,7 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 			unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
 			if (b->st.copied < rspace &&
 			    !r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied])) {
-				atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+				real_slot_publish(r, slot);
 				b->st.copied++;
 				if (r->prog_end)
 					r->prog_end[b->st.copied - 1] = b->prog;
@@ -150,7 +159,7 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 		/* Already rewritten: it goes in as it is, heading the chain. */
 		unsigned slot = rtail & r->rsq_mask;
 		r->rsqes[slot] = *first;
-		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
+		real_slot_publish(r, slot);
 		st.copied = 1;
 		st.linked = !!(first->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	}

@@ -26,6 +26,9 @@
 #ifndef IORING_SETUP_NO_MMAP
 #define IORING_SETUP_NO_MMAP (1U << 14)
 #endif
+#ifndef IORING_SETUP_NO_SQARRAY
+#define IORING_SETUP_NO_SQARRAY (1U << 16)	/* 6.6 */
+#endif
 /* 6.13: new SQ and CQ rings for a live ring; the program maps them again. */
 #define IORING_REGISTER_RESIZE_RINGS_NR 33
 
