@@ -73,6 +73,7 @@
 	X(registered_ring, 10, true, true)     \
 	X(sq128, 10, true, true)               \
 	X(no_sqarray, 10, true, true)          \
+	X(msg_ring, 10, true, true)            \
 	X(nop_static, 10, true, true)          \
 	X(raw_syscall, 10, true, true)         \
 	X(sigblock, 10, true, true)            \

@@ -42,7 +42,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap socket_recv link_
 	cancel eventfd reg_files sqpoll sqpoll_spin defer_taskrun setup_flags cq_overflow threads
 	fork wait_timeout dup_fd fd_reuse registered_ring sq128 raw_syscall sigblock cycles
 	bs_provide bs_read bs_recv bs_multishot bs_link bs_cancel bs_groups bs_idle bs_echo bs_eof_wave
-	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings no_sqarray
+	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings no_sqarray msg_ring
 	pol_cap pol_maxlen pol_inject pol_stats no_uring"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Programs left out, each with its reason (checked by hand, not here;
