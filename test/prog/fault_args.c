@@ -2,7 +2,7 @@
  * Bad arguments to io_uring_enter and io_uring_register on a live ring: every
  * enter flag alone, the wait arguments (signal mask, EXT_ARG, timeouts) wrong
  * in each way the kernel checks, and every register opcode with empty, NULL
- * and unmapped arguments.  Each call's result is printed; the ring must work
+ * and inaccessible arguments.  Each call's result is printed; the ring must work
  * the same afterwards.  Nothing here waits without a timeout.
  */
 #include <errno.h>
@@ -55,9 +55,11 @@ int main(void)
 	if (ret < 0)
 		die("queue_init: %s", strerror(-ret));
 	int fd = ring.ring_fd;
-	/* A page that is mapped and then unmapped: an address nothing is at. */
-	void *hole = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (hole == MAP_FAILED || munmap(hole, 4096))
+	/* A page no access is allowed to, kept for the whole run: an address
+	 * merely unmapped could be mapped again by the next mmap (the
+	 * sanitizer's, or bufsel's shadow rings) and then written to. */
+	void *hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (hole == MAP_FAILED)
 		die("mmap: %s", strerror(errno));
 
 	/* Each flag alone, with nothing to submit and nothing to wait for. */
@@ -88,17 +90,17 @@ int main(void)
 		struct io_uring_getevents_arg ga;
 	} waits[] = {
 		{ "sigmask of the wrong size", 1, W, &mask, 4, { 0 } },
-		{ "unmapped sigmask", 1, W, hole, 8, { 0 } },
+		{ "inaccessible sigmask", 1, W, hole, 8, { 0 } },
 		{ "EXT_ARG, no argument", 1, X, NULL, 0, { 0 } },
 		{ "EXT_ARG, argsz short", 1, X, &ga, sizeof(ga) - 1, { 0 } },
 		{ "EXT_ARG, argsz long", 1, X, &ga, sizeof(ga) + 8, { 0 } },
-		{ "EXT_ARG, unmapped", 1, X, hole, sizeof(ga), { 0 } },
+		{ "EXT_ARG, inaccessible", 1, X, hole, sizeof(ga), { 0 } },
 		/* pad is min_wait_usec since 6.12 */
 		{ "EXT_ARG, pad set, no timeout", 1, X, &ga, sizeof(ga), { .pad = 10 } },
-		{ "EXT_ARG, unmapped sigmask", 1, X, &ga, sizeof(ga), { .sigmask = (uintptr_t)hole, .sigmask_sz = 8 } },
+		{ "EXT_ARG, inaccessible sigmask", 1, X, &ga, sizeof(ga), { .sigmask = (uintptr_t)hole, .sigmask_sz = 8 } },
 		{ "EXT_ARG, sigmask of the wrong size", 1, X, &ga, sizeof(ga),
 		  { .sigmask = (uintptr_t)&mask, .sigmask_sz = 4 } },
-		{ "EXT_ARG, unmapped timeout", 1, X, &ga, sizeof(ga), { .ts = (uintptr_t)hole } },
+		{ "EXT_ARG, inaccessible timeout", 1, X, &ga, sizeof(ga), { .ts = (uintptr_t)hole } },
 		{ "EXT_ARG, negative timeout", 1, X, &ga, sizeof(ga), { .ts = (uintptr_t)&bad_ts } },
 		{ "EXT_ARG, ABS_TIMER, timeout in the past", 1, X | IORING_ENTER_ABS_TIMER, &ga, sizeof(ga),
 		  { .ts = (uintptr_t)&ts } },
@@ -124,7 +126,7 @@ int main(void)
 	note("the same with a signal mask: %ld", enter(fd, 0, 1, X, &ga, sizeof(ga)));
 	still_works(&ring, "the waits");
 
-	/* Every register opcode with nothing, NULL and an unmapped argument. */
+	/* Every register opcode with nothing, NULL and an inaccessible argument. */
 	for (unsigned op = 0; op < 40; op++) {
 		/* Ones that succeed with no argument and change the ring are left
 		 * to the programs that use them. */
@@ -134,7 +136,7 @@ int main(void)
 		long a = reg(fd, op, NULL, 0);
 		long b = reg(fd, op, NULL, 1);
 		long c = reg(fd, op, hole, 1);
-		note("register op %u: (NULL, 0) %ld, (NULL, 1) %ld, (unmapped, 1) %ld", op, a, b, c);
+		note("register op %u: (NULL, 0) %ld, (NULL, 1) %ld, (inaccessible, 1) %ld", op, a, b, c);
 	}
 	note("register op 9999: %ld", reg(fd, 9999, NULL, 0));
 	note("register PROBE with 300 ops: %ld", reg(fd, IORING_REGISTER_PROBE, hole, 300));
