@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifdef CQE_PRINT_NO_LIBURING
 #include <linux/io_uring.h>
@@ -76,6 +78,21 @@ static inline void cqe_print_sorted(struct io_uring_cqe *cqes, unsigned n)
 	qsort(cqes, n, sizeof(*cqes), cqe_cmp_ud);
 	for (unsigned i = 0; i < n; i++)
 		cqe_print(&cqes[i]);
+}
+
+/* The io_uring system calls through libc, -errno on failure, for the
+ * programs that pass what liburing would refuse to. */
+static inline long raw_enter(int fd, unsigned to_submit, unsigned min, unsigned flags, const void *arg,
+			     size_t argsz)
+{
+	long ret = syscall(__NR_io_uring_enter, fd, to_submit, min, flags, arg, argsz);
+	return ret < 0 ? -errno : ret;
+}
+
+static inline long raw_register(int fd, unsigned op, const void *arg, unsigned nr)
+{
+	long ret = syscall(__NR_io_uring_register, fd, op, arg, nr);
+	return ret < 0 ? -errno : ret;
 }
 
 #ifndef CQE_PRINT_NO_LIBURING

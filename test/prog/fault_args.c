@@ -24,18 +24,6 @@
 #define IORING_REGISTER_USE_REGISTERED_RING (1U << 31)
 #endif
 
-static long enter(int fd, unsigned submit, unsigned min, unsigned flags, const void *arg, size_t argsz)
-{
-	long r = syscall(__NR_io_uring_enter, fd, submit, min, flags, arg, argsz);
-	return r < 0 ? -errno : r;
-}
-
-static long reg(int fd, unsigned op, const void *arg, unsigned nr)
-{
-	long r = syscall(__NR_io_uring_register, fd, op, arg, nr);
-	return r < 0 ? -errno : r;
-}
-
 /* One NOP through the ring, to show it still works. */
 static void still_works(struct io_uring *ring, const char *after)
 {
@@ -66,13 +54,13 @@ int main(void)
 	for (int bit = 0; bit < 32; bit++) {
 		if ((1u << bit) == IORING_ENTER_REGISTERED_RING)
 			continue;	/* fd is not an index: below */
-		note("enter flags=%#x: %ld", 1u << bit, enter(fd, 0, 0, 1u << bit, NULL, 0));
+		note("enter flags=%#x: %ld", 1u << bit, raw_enter(fd, 0, 0, 1u << bit, NULL, 0));
 	}
 	note("enter REGISTERED_RING with an unregistered index 0: %ld",
-	     enter(0, 0, 0, IORING_ENTER_REGISTERED_RING, NULL, 0));
+	     raw_enter(0, 0, 0, IORING_ENTER_REGISTERED_RING, NULL, 0));
 	note("enter REGISTERED_RING with index 100: %ld",
-	     enter(100, 0, 0, IORING_ENTER_REGISTERED_RING, NULL, 0));
-	note("enter to_submit=100 with an empty SQ: %ld", enter(fd, 100, 0, 0, NULL, 0));
+	     raw_enter(100, 0, 0, IORING_ENTER_REGISTERED_RING, NULL, 0));
+	note("enter to_submit=100 with an empty SQ: %ld", raw_enter(fd, 100, 0, 0, NULL, 0));
 
 	/* The wait's arguments.  A completion is queued first so that a check the
 	 * kernel makes only when it would sleep cannot hang the program. */
@@ -113,7 +101,7 @@ int main(void)
 		sqe->user_data = 100 + i;
 		io_uring_submit(&ring);
 		ga = waits[i].ga;
-		long r = enter(fd, 0, waits[i].min, waits[i].flags, waits[i].arg, waits[i].argsz);
+		long r = raw_enter(fd, 0, waits[i].min, waits[i].flags, waits[i].arg, waits[i].argsz);
 		/* What the enter left in the CQ: the NOP, or nothing yet. */
 		struct io_uring_cqe c;
 		reap(&ring, &c, 1);
@@ -121,9 +109,9 @@ int main(void)
 	}
 	/* Waits that time out: nothing is pending. */
 	ga = (struct io_uring_getevents_arg){ .ts = (uintptr_t)&ts };
-	note("wait 1 for 1 ms, nothing pending: %ld", enter(fd, 0, 1, X, &ga, sizeof(ga)));
+	note("wait 1 for 1 ms, nothing pending: %ld", raw_enter(fd, 0, 1, X, &ga, sizeof(ga)));
 	ga = (struct io_uring_getevents_arg){ .ts = (uintptr_t)&ts, .sigmask = (uintptr_t)&mask, .sigmask_sz = 8 };
-	note("the same with a signal mask: %ld", enter(fd, 0, 1, X, &ga, sizeof(ga)));
+	note("the same with a signal mask: %ld", raw_enter(fd, 0, 1, X, &ga, sizeof(ga)));
 	still_works(&ring, "the waits");
 
 	/* Every register opcode with nothing, NULL and an inaccessible argument. */
@@ -133,16 +121,16 @@ int main(void)
 		if (op == IORING_REGISTER_PERSONALITY || op == IORING_UNREGISTER_IOWQ_AFF ||
 		    op == IORING_REGISTER_ENABLE_RINGS)
 			continue;
-		long a = reg(fd, op, NULL, 0);
-		long b = reg(fd, op, NULL, 1);
-		long c = reg(fd, op, hole, 1);
+		long a = raw_register(fd, op, NULL, 0);
+		long b = raw_register(fd, op, NULL, 1);
+		long c = raw_register(fd, op, hole, 1);
 		note("register op %u: (NULL, 0) %ld, (NULL, 1) %ld, (inaccessible, 1) %ld", op, a, b, c);
 	}
-	note("register op 9999: %ld", reg(fd, 9999, NULL, 0));
-	note("register PROBE with 300 ops: %ld", reg(fd, IORING_REGISTER_PROBE, hole, 300));
-	note("register on a pipe: %ld", reg(0, IORING_REGISTER_PROBE, NULL, 0));
+	note("register op 9999: %ld", raw_register(fd, 9999, NULL, 0));
+	note("register PROBE with 300 ops: %ld", raw_register(fd, IORING_REGISTER_PROBE, hole, 300));
+	note("register on a pipe: %ld", raw_register(0, IORING_REGISTER_PROBE, NULL, 0));
 	note("register USE_REGISTERED_RING with index 3: %ld",
-	     reg(3, IORING_REGISTER_PROBE | IORING_REGISTER_USE_REGISTERED_RING, NULL, 0));
+	     raw_register(3, IORING_REGISTER_PROBE | IORING_REGISTER_USE_REGISTERED_RING, NULL, 0));
 	still_works(&ring, "the registers");
 
 	io_uring_queue_exit(&ring);

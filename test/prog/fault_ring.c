@@ -26,18 +26,6 @@
 static char *bad;	/* PROT_NONE */
 static char *ro;	/* PROT_READ */
 
-static long enter(int fd, unsigned to_submit, unsigned min, unsigned flags, const void *arg, size_t sz)
-{
-	long ret = syscall(__NR_io_uring_enter, fd, to_submit, min, flags, arg, sz);
-	return ret < 0 ? -errno : ret;
-}
-
-static long reg(int fd, unsigned op, const void *arg, unsigned nr)
-{
-	long ret = syscall(__NR_io_uring_register, fd, op, arg, nr);
-	return ret < 0 ? -errno : ret;
-}
-
 /* Every CQE now in the CQ, by hand (liburing's view may be out of step). */
 static unsigned drain_cq(struct io_uring *ring, const char *what)
 {
@@ -75,9 +63,9 @@ static void sq_cases(void)
 	nop_slots(&ring, 10);
 	ring.sq.array[(head + 1) & *ring.sq.kring_mask] = 1000;
 	io_uring_smp_store_release(ring.sq.ktail, head + 3);
-	note("enter(3) returned %ld", enter(ring.ring_fd, 3, 0, 0, NULL, 0));
+	note("raw_enter(3) returned %ld", raw_enter(ring.ring_fd, 3, 0, 0, NULL, 0));
 	note("sq head moved by %u, dropped %u", *ring.sq.khead - head, *ring.sq.kdropped);
-	note("enter(2) returned %ld", enter(ring.ring_fd, 2, 0, 0, NULL, 0));
+	note("raw_enter(2) returned %ld", raw_enter(ring.ring_fd, 2, 0, 0, NULL, 0));
 	note("sq head moved by %u, dropped %u", *ring.sq.khead - head, *ring.sq.kdropped);
 	drain_cq(&ring, "after the dropped entry");
 
@@ -86,7 +74,7 @@ static void sq_cases(void)
 	nop_slots(&ring, 20);
 	io_uring_smp_store_release(ring.sq.ktail, head + 3 * entries);
 	for (unsigned k = 0; k < 3; k++) {
-		note("enter(%u) returned %ld", 3 * entries, enter(ring.ring_fd, 3 * entries, 0, 0, NULL, 0));
+		note("raw_enter(%u) returned %ld", 3 * entries, raw_enter(ring.ring_fd, 3 * entries, 0, 0, NULL, 0));
 		note("sq head moved by %u", *ring.sq.khead - head);
 		drain_cq(&ring, "after it");
 	}
@@ -94,10 +82,10 @@ static void sq_cases(void)
 	head = *ring.sq.khead;
 	nop_slots(&ring, 30);
 	io_uring_smp_store_release(ring.sq.ktail, head + 2);
-	note("enter(%u) returned %ld", entries, enter(ring.ring_fd, entries, 0, 0, NULL, 0));
+	note("raw_enter(%u) returned %ld", entries, raw_enter(ring.ring_fd, entries, 0, 0, NULL, 0));
 	note("sq head moved by %u", *ring.sq.khead - head);
 	drain_cq(&ring, "after it");
-	note("enter(1) with nothing published returned %ld", enter(ring.ring_fd, 1, 0, 0, NULL, 0));
+	note("raw_enter(1) with nothing published returned %ld", raw_enter(ring.ring_fd, 1, 0, 0, NULL, 0));
 	io_uring_queue_exit(&ring);
 }
 
@@ -116,42 +104,42 @@ static void cq_cases(void)
 		sqe->user_data = 40 + i;
 	}
 	note("submit returned %d", io_uring_submit(&ring));
-	note("enter(GETEVENTS, 1) returned %ld", enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0));
+	note("raw_enter(GETEVENTS, 1) returned %ld", raw_enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0));
 	note("cq tail moved by %u, IORING_SQ_CQ_OVERFLOW %d", *ring.cq.ktail - tail,
 	     !!(IO_URING_READ_ONCE(*ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW));
 	note("the head put back");
 	io_uring_smp_store_release(ring.cq.khead, tail);
-	note("enter(GETEVENTS, 2) returned %ld", enter(ring.ring_fd, 0, 2, IORING_ENTER_GETEVENTS, NULL, 0));
+	note("raw_enter(GETEVENTS, 2) returned %ld", raw_enter(ring.ring_fd, 0, 2, IORING_ENTER_GETEVENTS, NULL, 0));
 	drain_cq(&ring, "after it");
 	note("koverflow %u", *ring.cq.koverflow);
 
 	note("== io_uring_enter arguments");
 	struct io_uring_getevents_arg ga = { 0 };
 	unsigned x = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
-	note("EXT_ARG inaccessible, CQ empty: %ld", enter(ring.ring_fd, 0, 1, x, bad, sizeof(ga)));
-	note("EXT_ARG size 3: %ld", enter(ring.ring_fd, 0, 1, x, &ga, 3));
+	note("EXT_ARG inaccessible, CQ empty: %ld", raw_enter(ring.ring_fd, 0, 1, x, bad, sizeof(ga)));
+	note("EXT_ARG size 3: %ld", raw_enter(ring.ring_fd, 0, 1, x, &ga, 3));
 	ga.sigmask = (uint64_t)(uintptr_t)bad;
 	ga.sigmask_sz = 8;
-	note("EXT_ARG sigmask inaccessible: %ld", enter(ring.ring_fd, 0, 1, x, &ga, sizeof(ga)));
+	note("EXT_ARG sigmask inaccessible: %ld", raw_enter(ring.ring_fd, 0, 1, x, &ga, sizeof(ga)));
 	ga = (struct io_uring_getevents_arg){ .ts = (uint64_t)(uintptr_t)bad };
-	note("EXT_ARG timespec inaccessible: %ld", enter(ring.ring_fd, 0, 1, x, &ga, sizeof(ga)));
-	note("sigmask inaccessible: %ld", enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, bad, 8));
-	note("sigmask size 3: %ld", enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, ro, 3));
+	note("EXT_ARG timespec inaccessible: %ld", raw_enter(ring.ring_fd, 0, 1, x, &ga, sizeof(ga)));
+	note("sigmask inaccessible: %ld", raw_enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, bad, 8));
+	note("sigmask size 3: %ld", raw_enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, ro, 3));
 	struct io_uring_sqe *sqe = get_sqe(&ring);
 	io_uring_prep_nop(sqe);
 	sqe->user_data = 50;
 	note("submit returned %d", io_uring_submit(&ring));
 	note("with a CQE ready:");
-	note("EXT_ARG inaccessible: %ld", enter(ring.ring_fd, 0, 1, x, bad, sizeof(ga)));
-	note("EXT_ARG size 3: %ld", enter(ring.ring_fd, 0, 1, x, &ga, 3));
-	note("sigmask inaccessible: %ld", enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, bad, 8));
+	note("EXT_ARG inaccessible: %ld", raw_enter(ring.ring_fd, 0, 1, x, bad, sizeof(ga)));
+	note("EXT_ARG size 3: %ld", raw_enter(ring.ring_fd, 0, 1, x, &ga, 3));
+	note("sigmask inaccessible: %ld", raw_enter(ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, bad, 8));
 	note("submit and EXT_ARG inaccessible:");
 	sqe = get_sqe(&ring);
 	io_uring_prep_nop(sqe);
 	sqe->user_data = 51;
 	io_uring_smp_store_release(ring.sq.ktail, *ring.sq.ktail + 1);
 	ring.sq.sqe_head = ring.sq.sqe_tail;
-	note("enter(1, 1, EXT_ARG inaccessible): %ld", enter(ring.ring_fd, 1, 1, x, bad, sizeof(ga)));
+	note("raw_enter(1, 1, EXT_ARG inaccessible): %ld", raw_enter(ring.ring_fd, 1, 1, x, bad, sizeof(ga)));
 	drain_cq(&ring, "after the enters");
 	io_uring_queue_exit(&ring);
 }
@@ -175,14 +163,14 @@ static void setup_cases(void)
 		die("queue_init: %s", strerror(-ret));
 
 	note("== io_uring_register with bad pointers");
-	note("REGISTER_FILES: %ld", reg(ring.ring_fd, IORING_REGISTER_FILES, bad, 1));
-	note("REGISTER_PBUF_RING: %ld", reg(ring.ring_fd, IORING_REGISTER_PBUF_RING, bad, 1));
-	note("UNREGISTER_PBUF_RING: %ld", reg(ring.ring_fd, IORING_UNREGISTER_PBUF_RING, bad, 1));
-	note("REGISTER_PROBE: %ld", reg(ring.ring_fd, IORING_REGISTER_PROBE, bad, 8));
-	note("REGISTER_SYNC_CANCEL: %ld", reg(ring.ring_fd, IORING_REGISTER_SYNC_CANCEL, bad, 1));
-	note("REGISTER_RING_FDS: %ld", reg(ring.ring_fd, IORING_REGISTER_RING_FDS, bad, 1));
-	note("UNREGISTER_RING_FDS: %ld", reg(ring.ring_fd, IORING_UNREGISTER_RING_FDS, bad, 1));
-	note("REGISTER_BUFFERS: %ld", reg(ring.ring_fd, IORING_REGISTER_BUFFERS, bad, 1));
+	note("REGISTER_FILES: %ld", raw_register(ring.ring_fd, IORING_REGISTER_FILES, bad, 1));
+	note("REGISTER_PBUF_RING: %ld", raw_register(ring.ring_fd, IORING_REGISTER_PBUF_RING, bad, 1));
+	note("UNREGISTER_PBUF_RING: %ld", raw_register(ring.ring_fd, IORING_UNREGISTER_PBUF_RING, bad, 1));
+	note("REGISTER_PROBE: %ld", raw_register(ring.ring_fd, IORING_REGISTER_PROBE, bad, 8));
+	note("REGISTER_SYNC_CANCEL: %ld", raw_register(ring.ring_fd, IORING_REGISTER_SYNC_CANCEL, bad, 1));
+	note("REGISTER_RING_FDS: %ld", raw_register(ring.ring_fd, IORING_REGISTER_RING_FDS, bad, 1));
+	note("UNREGISTER_RING_FDS: %ld", raw_register(ring.ring_fd, IORING_UNREGISTER_RING_FDS, bad, 1));
+	note("REGISTER_BUFFERS: %ld", raw_register(ring.ring_fd, IORING_REGISTER_BUFFERS, bad, 1));
 
 	note("the ring still works");
 	int pip[2];
