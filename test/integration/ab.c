@@ -156,19 +156,6 @@ static void ab(const char *const *args, const char *const *env_extra)
 	harness_run(&run_a, argv, env, RUN_TIMEOUT);
 }
 
-static void expect_exit(const struct run *r, int code, const char *what)
-{
-	char why[96] = "";
-	if (r->timed_out)
-		snprintf(why, sizeof(why), "timed out (killed)");
-	else if (WIFSIGNALED(r->status))
-		snprintf(why, sizeof(why), "killed by signal %d (%s)", WTERMSIG(r->status),
-			 strsignal(WTERMSIG(r->status)));
-	else if (WEXITSTATUS(r->status) != code)
-		snprintf(why, sizeof(why), "exited with status %d, expected %d", WEXITSTATUS(r->status), code);
-	cr_assert(!why[0], "%s: %s\n--- stderr ---\n%s\n--- stdout ---\n%s", what, why, r->err, r->out);
-}
-
 static void expect_out(const char *needle)
 {
 	cr_assert(strstr(run_a.out, needle), "stdout lacks \"%s\":\n%s", needle, run_a.out);
@@ -278,7 +265,7 @@ Test(ab, arms_environments_and_ratios, .timeout = 120)
 					    "--set", "cap=7", "--json", json_path, "--", script, NULL };
 	static const char *const env[] = { "BUFSEL_SEED=5", NULL };
 	ab(args, env);
-	expect_exit(&run_a, 0, "bufsel ab --runs 2");
+	harness_expect_exit(&run_a, 0, "bufsel ab --runs 2");
 
 	/* Every arm and every ratio is printed. */
 	const char *const arms[] = { "native", "emulate", "passthrough", "kernel56", "trap" };
@@ -387,7 +374,7 @@ Test(ab, pool_statistics_of_a_program_that_provides_buffers, .timeout = 120)
 	}
 	env[k] = NULL;
 	harness_run(&run_a, direct, env, RUN_TIMEOUT);
-	expect_exit(&run_a, 0, "bufsel --stats -- bs_read");
+	harness_expect_exit(&run_a, 0, "bufsel --stats -- bs_read");
 	load_json(stats_path);
 	struct group_fig want[64];
 	int nwant = 0;
@@ -405,7 +392,7 @@ Test(ab, pool_statistics_of_a_program_that_provides_buffers, .timeout = 120)
 	memcpy(a, args, sizeof(args));
 	a[9] = prog;
 	ab(a, NULL);
-	expect_exit(&run_a, 0, "bufsel ab -- bs_read");
+	harness_expect_exit(&run_a, 0, "bufsel ab -- bs_read");
 	expect_out("bufsel pool statistics, last round (round 2), per buffer group:\n");
 	expect_out("  passthrough  no statistics written: no process made a legacy buffer group\n");
 
@@ -445,7 +432,7 @@ Test(ab, a_failing_program_stops_ab, .timeout = 60)
 {
 	static const char *const args[] = { "--runs", "2", "--", "false", NULL };
 	ab(args, NULL);
-	expect_exit(&run_a, 1, "bufsel ab -- false");
+	harness_expect_exit(&run_a, 1, "bufsel ab -- false");
 	cr_assert(strstr(run_a.err, "bufsel: ab: native arm, warm-up run 1: exited with status 1\n"),
 		  "the message names the arm and the run:\n%s", run_a.err);
 	cr_assert_str_eq(run_a.out, "", "nothing is reported when a run fails");
@@ -458,7 +445,7 @@ Test(ab, a_program_failing_under_bufsel_names_the_arm, .timeout = 60)
 	static const char *const args[] = { "--runs", "2", "--warmup", "0", "--arms", "native,emulate,passthrough",
 					    "--json", json_path, "--", script, NULL };
 	ab(args, NULL);
-	expect_exit(&run_a, 1, "bufsel ab: passthrough fails");
+	harness_expect_exit(&run_a, 1, "bufsel ab: passthrough fails");
 	cr_assert(strstr(run_a.err, "bufsel: ab: passthrough arm, round 1: exited with status 3\n"),
 		  "the message names the arm and the round:\n%s", run_a.err);
 	cr_assert(strstr(run_a.err, "passthrough went wrong"), "the program's stderr is shown:\n%s", run_a.err);
@@ -478,7 +465,7 @@ Test(ab, an_optional_arm_fails_alone, .timeout = 60)
 	static const char *const args[] = { "--runs", "2", "--arms", "native,emulate,kernel56", "--optional",
 					    "kernel56", "--json", json_path, "--", script, NULL };
 	ab(args, NULL);
-	expect_exit(&run_a, 0, "bufsel ab --optional kernel56");
+	harness_expect_exit(&run_a, 0, "bufsel ab --optional kernel56");
 	expect_out("\nkernel56: n/a: warm-up run 1, exited with status 4\n");
 	cr_assert(strstr(run_a.err, "kernel56 arm, warm-up run 1: exited with status 4; kernel56 is optional"),
 		  "stderr:\n%s", run_a.err);
@@ -499,7 +486,7 @@ Test(ab, a_run_that_hangs_times_out, .timeout = 60)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ab(args, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	expect_exit(&run_a, 1, "bufsel ab --timeout 1 -- sleep 30");
+	harness_expect_exit(&run_a, 1, "bufsel ab --timeout 1 -- sleep 30");
 	cr_assert(strstr(run_a.err, "bufsel: ab: native arm, round 1: timed out after 1 s (killed)\n"), "stderr:\n%s",
 		  run_a.err);
 	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "the timeout did not stop the run");
@@ -585,7 +572,7 @@ Test(ab, bad_command_lines, .timeout = 60)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ab(cases[i].args, NULL);
-		expect_exit(&run_a, 2, cases[i].message);
+		harness_expect_exit(&run_a, 2, cases[i].message);
 		cr_assert_str_eq(run_a.out, "", "%s: stdout: %s", cases[i].message, run_a.out);
 		cr_assert_str_eq(run_a.err, cases[i].message);
 	}

@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,32 +211,13 @@ static void run_prog(struct run *r, const struct prog *p, enum mode mode)
 
 /* ---- checks --------------------------------------------------------------- */
 
-/* The last max bytes of s, for failure messages. */
-static const char *tail(const char *s, size_t len, size_t max)
-{
-	return len > max ? s + len - max : s;
-}
-
 static void expect_success(const struct run *r, const char *name)
 {
-	const char *why = NULL;
-	char buf[96];
-	if (r->timed_out) {
-		why = "timed out (killed)";
-	} else if (WIFSIGNALED(r->status)) {
-		snprintf(buf, sizeof(buf), "killed by signal %d (%s)", WTERMSIG(r->status),
-			 strsignal(WTERMSIG(r->status)));
-		why = buf;
-	} else if (r->exec_failed) {
-		why = "could not be executed";
-	} else if (WEXITSTATUS(r->status) != 0) {
-		snprintf(buf, sizeof(buf), "exited with status %d", WEXITSTATUS(r->status));
-		why = buf;
-	}
+	const char *why = r->exec_failed ? "could not be executed" : harness_exit_problem(r, 0);
 	if (why)
 		cr_assert_fail("%s, %s run: %s\n--- stderr (last 3000 bytes) ---\n%s\n--- stdout (last 1500 bytes) ---\n%s",
-			       name, mode_name[r->mode], why, tail(r->err, r->err_len, 3000),
-			       tail(r->out, r->out_len, 1500));
+			       name, mode_name[r->mode], why, harness_tail(r->err, r->err_len, 3000),
+			       harness_tail(r->out, r->out_len, 1500));
 }
 
 /* Line i (0-based) of s: start and length, or false past the end. */
@@ -295,7 +275,7 @@ static void expect_same_stdout(const struct run *a, const struct run *b, const c
 			fprintf(m, "+(end of output)\n");
 	}
 	fprintf(m, "--- %s stderr (last 3000 bytes) ---\n%s", mode_name[b->mode],
-		tail(b->err, b->err_len, 3000));
+		harness_tail(b->err, b->err_len, 3000));
 	fclose(m);
 	cr_assert_fail("%s", msg);
 }
@@ -366,7 +346,7 @@ static void expect_intercepted(const struct run *r, const struct prog *p)
 		  p->name, mode_name[r->mode],
 		  strstr(r->err, "bufsel: ") ? "the library logged, so it was loaded, but did not report at exit"
 					     : "the library was not loaded",
-		  tail(r->err, r->err_len, 3000));
+		  harness_tail(r->err, r->err_len, 3000));
 	for (size_t i = 0; i < sizeof(held_expect) / sizeof(held_expect[0]); i++)
 		if (!strcmp(held_expect[i].name, p->name))
 			cr_assert(held_peak_max == held_expect[i].held_peak,
@@ -375,7 +355,7 @@ static void expect_intercepted(const struct run *r, const struct prog *p)
 	if (p->uring)
 		cr_assert(setup >= 1, "%s, %s run: setup=%lu over %u exit reports: io_uring_setup was not intercepted\n"
 			  "--- stderr (last 3000 bytes) ---\n%s",
-			  p->name, mode_name[r->mode], setup, lines, tail(r->err, r->err_len, 3000));
+			  p->name, mode_name[r->mode], setup, lines, harness_tail(r->err, r->err_len, 3000));
 	else
 		cr_assert(setup == 0, "%s, %s run: setup=%lu for a program that never calls io_uring_setup",
 			  p->name, mode_name[r->mode], setup);
@@ -421,7 +401,7 @@ static void check_against_native(const char *name, enum mode mode)
 		unsigned long setup;
 		cr_assert(exit_reports(shim, name, &setup) > 0,
 			  "%s, passthrough run: no \"bufsel: exit:\" report: the library was not loaded\n"
-			  "--- stderr (last 3000 bytes) ---\n%s", name, tail(shim->err, shim->err_len, 3000));
+			  "--- stderr (last 3000 bytes) ---\n%s", name, harness_tail(shim->err, shim->err_len, 3000));
 	} else {
 		expect_intercepted(shim, p);
 	}

@@ -363,11 +363,6 @@ static const char *status_text(const struct traced *t)
 	return buf;
 }
 
-static const char *tail(const char *s, size_t len, size_t max)
-{
-	return !s ? "" : len > max ? s + len - max : s;
-}
-
 static void check(const char *prog, bool bufsel)
 {
 	char root[PATH_MAX], dir[PATH_MAX], name[128], exe[PATH_MAX], lib[PATH_MAX];
@@ -391,7 +386,7 @@ static void check(const char *prog, bool bufsel)
 	const char *mode = bufsel ? "under bufsel" : "natively";
 	const char *why = status_text(&run);
 	cr_assert(why == NULL, "%s %s: %s\n--- output (last 3000 bytes) ---\n%s", prog, mode, why,
-		  tail(run.out, run.out_len, 3000));
+		  harness_tail(run.out, run.out_len, 3000));
 	struct counts c;
 	cr_assert(parse_trace(run.trace, prog, &c), "%s %s: %s", prog, mode, msg);
 	cr_assert(c.lost == 0, "%s %s: the trace buffer lost %lu events; the counts would be incomplete", prog, mode,
@@ -400,12 +395,12 @@ static void check(const char *prog, bool bufsel)
 		cr_assert(c.provide > 0 && c.select > 0,
 			  "%s natively: the trace shows %lu requests, %lu PROVIDE_BUFFERS and %lu with "
 			  "IOSQE_BUFFER_SELECT; it cannot see what it must check\n--- trace (last 3000 bytes) ---\n%s",
-			  prog, c.requests, c.provide, c.select, tail(run.trace, run.trace_len, 3000));
+			  prog, c.requests, c.provide, c.select, harness_tail(run.trace, run.trace_len, 3000));
 	} else {
 		cr_assert(c.requests > 0,
 			  "%s under bufsel: the trace shows no io_uring request at all, so it proves nothing "
 			  "(did the program's I/O reach the kernel through some other path?)\n--- output (last 3000 bytes) ---\n%s",
-			  prog, tail(run.out, run.out_len, 3000));
+			  prog, harness_tail(run.out, run.out_len, 3000));
 		cr_assert(c.provide == 0 && c.remove == 0 && c.select == 0,
 			  "%s under bufsel: the kernel saw %lu PROVIDE_BUFFERS, %lu REMOVE_BUFFERS and %lu requests "
 			  "with IOSQE_BUFFER_SELECT (of %lu requests): provided buffers were not emulated\n"

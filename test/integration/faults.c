@@ -83,25 +83,6 @@ static void run_prog(struct run *r, const char *name, bool lib, const char *var)
 	harness_run(r, argv, env, RUN_TIMEOUT);
 }
 
-static const char *tail(const char *s, size_t len, size_t max)
-{
-	return len > max ? s + len - max : s;
-}
-
-static void expect_clean_exit(const struct run *r, const char *what)
-{
-	char why[96] = "";
-	if (r->timed_out)
-		snprintf(why, sizeof(why), "timed out (killed)");
-	else if (WIFSIGNALED(r->status))
-		snprintf(why, sizeof(why), "killed by signal %d (%s)", WTERMSIG(r->status),
-			 strsignal(WTERMSIG(r->status)));
-	else if (WEXITSTATUS(r->status) != 0)
-		snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(r->status));
-	cr_assert(!why[0], "%s: %s\n--- stderr (last 3000 bytes) ---\n%s\n--- stdout (last 2000 bytes) ---\n%s",
-		  what, why, tail(r->err, r->err_len, 3000), tail(r->out, r->out_len, 2000));
-}
-
 /* ---- what a run printed ------------------------------------------------------- */
 
 #define MAX_UD 4096
@@ -190,7 +171,7 @@ Test(fail_alloc, every_failure_is_a_clean_error, .timeout = 600)
 {
 	static struct tally want, got;
 	run_prog(&native, "fault_alloc", false, NULL);
-	expect_clean_exit(&native, "fault_alloc, native run");
+	harness_expect_exit(&native, 0, "fault_alloc, native run");
 	tally(&native, &want, "native");
 	cr_assert(want.n > 300 && want.overflow == 0 && want.enomem == 0,
 		  "the native run is not the one expected: %u user_data, overflow %lu", want.n, want.overflow);
@@ -202,7 +183,7 @@ Test(fail_alloc, every_failure_is_a_clean_error, .timeout = 600)
 		snprintf(var, sizeof(var), "BUFSEL_FAIL_ALLOC=%u", n);
 		snprintf(what, sizeof(what), "fault_alloc with %s", var);
 		run_prog(&faulty, "fault_alloc", true, var);
-		expect_clean_exit(&faulty, what);
+		harness_expect_exit(&faulty, 0, what);
 		int site = injected_site(&faulty, n);
 		bool same = faulty.out_len == native.out_len && !memcmp(faulty.out, native.out, native.out_len);
 		if (site < 0) {
@@ -217,11 +198,11 @@ Test(fail_alloc, every_failure_is_a_clean_error, .timeout = 600)
 		unsigned long long first_lost = 0;
 		for (unsigned i = 0; i < got.n; i++)
 			cr_assert(count_of(&want, got.ud[i]), "%s: a CQE with user_data %llu, which no request has\n%s",
-				  what, got.ud[i], tail(faulty.out, faulty.out_len, 3000));
+				  what, got.ud[i], harness_tail(faulty.out, faulty.out_len, 3000));
 		for (unsigned i = 0; i < want.n; i++) {
 			unsigned c = count_of(&got, want.ud[i]);
 			cr_assert(c <= want.count[i], "%s: user_data %llu completed %u times, natively %u\n%s", what,
-				  want.ud[i], c, want.count[i], tail(faulty.out, faulty.out_len, 3000));
+				  want.ud[i], c, want.count[i], harness_tail(faulty.out, faulty.out_len, 3000));
 			if (!c && !lost++)
 				first_lost = want.ud[i];
 		}
@@ -231,7 +212,7 @@ Test(fail_alloc, every_failure_is_a_clean_error, .timeout = 600)
 			  remarks(&faulty), faulty.err);
 		cr_assert(same || got.enomem || got.overflow,
 			  "%s: the output changed, but no CQE says -ENOMEM and nothing was counted as dropped\n"
-			  "--- stdout (last 3000 bytes) ---\n%s", what, tail(faulty.out, faulty.out_len, 3000));
+			  "--- stdout (last 3000 bytes) ---\n%s", what, harness_tail(faulty.out, faulty.out_len, 3000));
 	}
 	cr_assert(n <= MAX_SWEEP, "still failing allocations after %d runs", MAX_SWEEP);
 	for (size_t i = 0; i < NSITES; i++)
@@ -260,7 +241,7 @@ Test(fail_alloc, a_bad_value_stops_the_program, .timeout = 60)
 Test(fd_limit, a_ring_without_room_for_a_shadow_is_passed_through, .timeout = 60)
 {
 	run_prog(&faulty, "fault_limits", true, NULL);
-	expect_clean_exit(&faulty, "fault_limits under bufsel");
+	harness_expect_exit(&faulty, 0, "fault_limits under bufsel");
 	static const char warning[] = ": no room for a shadow (Too many open files): passed through to the kernel";
 	const char *w = strstr(faulty.err, warning);
 	cr_assert(w, "no pass-through warning\n%s", faulty.err);

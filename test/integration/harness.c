@@ -188,3 +188,30 @@ const char *harness_asan_runtime(void)
 	return NULL;
 #endif
 }
+
+const char *harness_tail(const char *s, size_t len, size_t max)
+{
+	return !s ? "" : len > max ? s + len - max : s;
+}
+
+const char *harness_exit_problem(const struct run *r, int code)
+{
+	static char why[96];
+	if (r->timed_out)
+		return "timed out (killed)";
+	if (WIFSIGNALED(r->status))
+		snprintf(why, sizeof(why), "killed by signal %d (%s)", WTERMSIG(r->status),
+			 strsignal(WTERMSIG(r->status)));
+	else if (WEXITSTATUS(r->status) != code)
+		snprintf(why, sizeof(why), "exited with status %d, expected %d", WEXITSTATUS(r->status), code);
+	else
+		return NULL;
+	return why;
+}
+
+void harness_expect_exit(const struct run *r, int code, const char *what)
+{
+	const char *why = harness_exit_problem(r, code);
+	cr_assert(!why, "%s: %s\n--- stderr (last 3000 bytes) ---\n%s\n--- stdout (last 2000 bytes) ---\n%s", what,
+		  why, harness_tail(r->err, r->err_len, 3000), harness_tail(r->out, r->out_len, 2000));
+}

@@ -45,6 +45,17 @@ const char *harness_built(int slot, const char *rel);
  */
 char **harness_env(size_t room, size_t *k);
 
+/* The last max bytes of s (len bytes; "" for NULL), for failure messages. */
+const char *harness_tail(const char *s, size_t len, size_t max);
+
+/* NULL when r exited with status code; else, in words, how it ended instead
+ * (static storage, replaced by the next call). */
+const char *harness_exit_problem(const struct run *r, int code);
+
+/* Fails the test unless r exited with status code, showing the ends of what
+ * it printed; what names the run. */
+void harness_expect_exit(const struct run *r, int code, const char *what);
+
 /* The path of libasan.so when the runner is built with ASan, else NULL. */
 const char *harness_asan_runtime(void);
 

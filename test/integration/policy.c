@@ -141,31 +141,12 @@ static void run_prog(struct run *r, enum how how, const char *name, const char *
 
 /* ---- checks --------------------------------------------------------------- */
 
-static const char *tail(const char *s, size_t len, size_t max)
-{
-	return len > max ? s + len - max : s;
-}
-
-static void expect_exit(const struct run *r, int code, const char *what)
-{
-	char why[96] = "";
-	if (r->timed_out)
-		snprintf(why, sizeof(why), "timed out (killed)");
-	else if (WIFSIGNALED(r->status))
-		snprintf(why, sizeof(why), "killed by signal %d (%s)", WTERMSIG(r->status),
-			 strsignal(WTERMSIG(r->status)));
-	else if (WEXITSTATUS(r->status) != code)
-		snprintf(why, sizeof(why), "exited with status %d, expected %d", WEXITSTATUS(r->status), code);
-	cr_assert(!why[0], "%s: %s\n--- stderr (last 3000 bytes) ---\n%s\n--- stdout (last 2000 bytes) ---\n%s",
-		  what, why, tail(r->err, r->err_len, 3000), tail(r->out, r->out_len, 2000));
-}
-
 /* The library's exit line: without it, a run proves nothing about bufsel. */
 static void expect_loaded(const struct run *r, const char *what)
 {
 	cr_assert(strstr(r->err, "bufsel: exit: pid=") != NULL,
 		  "%s: no \"bufsel: exit:\" line on stderr: the library was not loaded\n"
-		  "--- stderr (last 3000 bytes) ---\n%s", what, tail(r->err, r->err_len, 3000));
+		  "--- stderr (last 3000 bytes) ---\n%s", what, harness_tail(r->err, r->err_len, 3000));
 }
 
 /* Line i (0-based) of s: start and length, or false past the end. */
@@ -315,14 +296,14 @@ static void split_at(const char *text, size_t len, const char *marker, size_t *a
 Test(cap, native_all_succeed, .timeout = 30)
 {
 	run_prog(&run_a, NATIVE, "pol_cap", NULL);
-	expect_exit(&run_a, 0, "pol_cap natively");
+	harness_expect_exit(&run_a, 0, "pol_cap natively");
 	expect_text(run_a.out, run_a.out_len, CAP_GROUP1_NATIVE CAP_GROUP2_NATIVE, "pol_cap natively");
 }
 
 Test(cap, bufsel_without_cap_all_succeed, .timeout = 30)
 {
 	run_prog(&run_a, PRELOAD, "pol_cap", NULL);
-	expect_exit(&run_a, 0, "pol_cap under bufsel");
+	harness_expect_exit(&run_a, 0, "pol_cap under bufsel");
 	expect_loaded(&run_a, "pol_cap under bufsel");
 	expect_text(run_a.out, run_a.out_len, CAP_GROUP1_NATIVE CAP_GROUP2_NATIVE, "pol_cap under bufsel");
 }
@@ -331,7 +312,7 @@ Test(cap, bufsel_without_cap_all_succeed, .timeout = 30)
 Test(cap, buffers_kept_by_the_program, .timeout = 30)
 {
 	run_prog(&run_a, PRELOAD, "pol_cap", VARS("BUFSEL_GROUP_1_CAP=2", "BUFSEL_GROUP_2_CAP=2"));
-	expect_exit(&run_a, 0, "pol_cap, cap 2");
+	harness_expect_exit(&run_a, 0, "pol_cap, cap 2");
 	expect_loaded(&run_a, "pol_cap, cap 2");
 	size_t at;
 	split_at(run_a.out, run_a.out_len, GROUP2_MARK, &at);
@@ -347,7 +328,7 @@ Test(cap, buffers_held_by_pending_reads, .timeout = 30)
 				      VARS("BUFSEL_CAP=2") };
 	for (int i = 0; i < 2; i++) {
 		run_prog(&run_a, PRELOAD, "pol_cap", vars[i]);
-		expect_exit(&run_a, 0, what[i]);
+		harness_expect_exit(&run_a, 0, what[i]);
 		expect_loaded(&run_a, what[i]);
 		size_t at;
 		split_at(run_a.out, run_a.out_len, GROUP2_MARK, &at);
@@ -407,14 +388,14 @@ Test(cap, buffers_held_by_pending_reads, .timeout = 30)
 Test(max_len, native_whole_buffers, .timeout = 30)
 {
 	run_prog(&run_a, NATIVE, "pol_maxlen", NULL);
-	expect_exit(&run_a, 0, "pol_maxlen natively");
+	harness_expect_exit(&run_a, 0, "pol_maxlen natively");
 	expect_text(run_a.out, run_a.out_len, MAXLEN_NATIVE, "pol_maxlen natively");
 }
 
 Test(max_len, group_limit_gives_short_reads, .timeout = 30)
 {
 	run_prog(&run_a, PRELOAD, "pol_maxlen", VARS("BUFSEL_GROUP_1_MAX_LEN=5"));
-	expect_exit(&run_a, 0, "pol_maxlen, BUFSEL_GROUP_1_MAX_LEN=5");
+	harness_expect_exit(&run_a, 0, "pol_maxlen, BUFSEL_GROUP_1_MAX_LEN=5");
 	expect_loaded(&run_a, "pol_maxlen, BUFSEL_GROUP_1_MAX_LEN=5");
 	expect_text(run_a.out, run_a.out_len, MAXLEN_5, "pol_maxlen, BUFSEL_GROUP_1_MAX_LEN=5");
 }
@@ -423,10 +404,10 @@ Test(max_len, group_limit_gives_short_reads, .timeout = 30)
 Test(max_len, scope_of_the_variables, .timeout = 30)
 {
 	run_prog(&run_a, PRELOAD, "pol_maxlen", VARS("BUFSEL_MAX_LEN=5"));
-	expect_exit(&run_a, 0, "pol_maxlen, BUFSEL_MAX_LEN=5");
+	harness_expect_exit(&run_a, 0, "pol_maxlen, BUFSEL_MAX_LEN=5");
 	expect_text(run_a.out, run_a.out_len, MAXLEN_5, "pol_maxlen, BUFSEL_MAX_LEN=5");
 	run_prog(&run_a, PRELOAD, "pol_maxlen", VARS("BUFSEL_GROUP_2_MAX_LEN=5"));
-	expect_exit(&run_a, 0, "pol_maxlen, BUFSEL_GROUP_2_MAX_LEN=5");
+	harness_expect_exit(&run_a, 0, "pol_maxlen, BUFSEL_GROUP_2_MAX_LEN=5");
 	expect_loaded(&run_a, "pol_maxlen, BUFSEL_GROUP_2_MAX_LEN=5");
 	expect_text(run_a.out, run_a.out_len, MAXLEN_NATIVE, "pol_maxlen, BUFSEL_GROUP_2_MAX_LEN=5");
 }
@@ -467,7 +448,7 @@ static const char *inject_expected(bool fail)
 Test(enobufs_rate, one_fails_every_selection, .timeout = 30)
 {
 	run_prog(&run_a, PRELOAD, "pol_inject", VARS("BUFSEL_ENOBUFS_RATE=1"));
-	expect_exit(&run_a, 0, "pol_inject, BUFSEL_ENOBUFS_RATE=1");
+	harness_expect_exit(&run_a, 0, "pol_inject, BUFSEL_ENOBUFS_RATE=1");
 	expect_loaded(&run_a, "pol_inject, BUFSEL_ENOBUFS_RATE=1");
 	expect_text(run_a.out, run_a.out_len, inject_expected(true), "pol_inject, BUFSEL_ENOBUFS_RATE=1");
 }
@@ -475,10 +456,10 @@ Test(enobufs_rate, one_fails_every_selection, .timeout = 30)
 Test(enobufs_rate, zero_fails_none, .timeout = 30)
 {
 	run_prog(&run_a, NATIVE, "pol_inject", NULL);
-	expect_exit(&run_a, 0, "pol_inject natively");
+	harness_expect_exit(&run_a, 0, "pol_inject natively");
 	expect_text(run_a.out, run_a.out_len, inject_expected(false), "pol_inject natively");
 	run_prog(&run_a, PRELOAD, "pol_inject", VARS("BUFSEL_ENOBUFS_RATE=0"));
-	expect_exit(&run_a, 0, "pol_inject, BUFSEL_ENOBUFS_RATE=0");
+	harness_expect_exit(&run_a, 0, "pol_inject, BUFSEL_ENOBUFS_RATE=0");
 	expect_loaded(&run_a, "pol_inject, BUFSEL_ENOBUFS_RATE=0");
 	expect_text(run_a.out, run_a.out_len, inject_expected(false), "pol_inject, BUFSEL_ENOBUFS_RATE=0");
 }
@@ -493,7 +474,7 @@ static void run_half(struct run *r, const char *seed_var)
 	char what[96];
 	snprintf(what, sizeof(what), "pol_inject, BUFSEL_ENOBUFS_RATE=0.5 %s", seed_var);
 	run_prog(r, PRELOAD, "pol_inject", VARS("BUFSEL_ENOBUFS_RATE=0.5", seed_var));
-	expect_exit(r, 0, what);
+	harness_expect_exit(r, 0, what);
 	expect_loaded(r, what);
 	const char *note = strstr(r->out, "READs failed with -ENOBUFS");
 	const char *rm = strstr(r->out, "note buffers left in group 1\ncqe ud=2 res=");
@@ -923,7 +904,7 @@ Test(stats, json_file_counts_the_script, .timeout = 30)
 	size_t len;
 	const char *text = slurp(path, &len);
 	unlink(path);
-	expect_exit(&run_a, 0, "pol_stats with BUFSEL_STATS=file");
+	harness_expect_exit(&run_a, 0, "pol_stats with BUFSEL_STATS=file");
 	expect_loaded(&run_a, "pol_stats with BUFSEL_STATS=file");
 	expect_text(run_a.out, run_a.out_len, STATS_OUT, "pol_stats with policies");
 
@@ -955,7 +936,7 @@ Test(stats, json_file_counts_the_script, .timeout = 30)
 Test(stats, table_on_stderr, .timeout = 30)
 {
 	run_prog(&run_a, PRELOAD, "pol_stats", VARS("BUFSEL_STATS=-", STATS_VARS));
-	expect_exit(&run_a, 0, "pol_stats with BUFSEL_STATS=-");
+	harness_expect_exit(&run_a, 0, "pol_stats with BUFSEL_STATS=-");
 	expect_loaded(&run_a, "pol_stats with BUFSEL_STATS=-");
 	expect_text(run_a.out, run_a.out_len, STATS_OUT, "pol_stats with policies");
 	cr_assert(run_a.err_len > 0 && run_a.err[run_a.err_len - 1] == '\n', "stderr does not end a line:\n%s",
@@ -1019,7 +1000,7 @@ Test(stats, table_on_stderr, .timeout = 30)
  */
 static void expect_one_error(const struct run *r, const char *what, const char *n1, const char *n2)
 {
-	expect_exit(r, 1, what);
+	harness_expect_exit(r, 1, what);
 	cr_assert(r->out_len == 0, "%s: stdout is not empty:\n%s", what, r->out);
 	const char *nl = memchr(r->err, '\n', r->err_len);
 	cr_assert(r->err_len > 0 && nl == r->err + r->err_len - 1,
@@ -1033,7 +1014,7 @@ static void expect_one_error(const struct run *r, const char *what, const char *
 static void expect_true_runs(enum how how, const char *const *vars, const char *what)
 {
 	run_exe(&run_b, how, false, "/bin/true", vars);
-	expect_exit(&run_b, 0, what);
+	harness_expect_exit(&run_b, 0, what);
 	cr_assert(run_b.err_len == 0, "%s: stderr is not empty:\n%s", what, run_b.err);
 }
 
@@ -1079,7 +1060,7 @@ static void bad_file(enum how how, const char *how_name)
 		run_exe(&run_a, how, false, "/bin/true", VARS(var));
 	unlink(path);
 	cr_assert(wrote, "rewriting %s failed", path);
-	expect_exit(&run_b, 0, what);
+	harness_expect_exit(&run_b, 0, what);
 	cr_assert(run_b.err_len == 0, "%s: stderr is not empty:\n%s", what, run_b.err);
 
 	snprintf(where, sizeof(where), "%s:4:", path);

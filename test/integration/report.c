@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,19 +80,6 @@ static void run(struct run *r, bool preload, char *const *argv)
 	harness_run(r, argv, env, RUN_TIMEOUT);
 }
 
-static void expect_exit(const struct run *r, int code, const char *what)
-{
-	char why[96] = "";
-	if (r->timed_out)
-		snprintf(why, sizeof(why), "timed out (killed)");
-	else if (WIFSIGNALED(r->status))
-		snprintf(why, sizeof(why), "killed by signal %d (%s)", WTERMSIG(r->status),
-			 strsignal(WTERMSIG(r->status)));
-	else if (WEXITSTATUS(r->status) != code)
-		snprintf(why, sizeof(why), "exited with status %d, expected %d", WEXITSTATUS(r->status), code);
-	cr_assert(!why[0], "%s: %s\n--- stderr ---\n%s\n--- stdout ---\n%s", what, why, r->err, r->out);
-}
-
 /* ---- the files ---------------------------------------------------------------- */
 
 static char dir[] = "/tmp/bufsel-report-it-XXXXXX";
@@ -136,7 +122,7 @@ static pid_t write_stats(void)
 			 (char *)harness_built(1, "test/prog/pol_stats"),
 			 NULL };
 	run(&run_a, true, argv);
-	expect_exit(&run_a, 0, "bufsel --stats ... -- pol_stats");
+	harness_expect_exit(&run_a, 0, "bufsel --stats ... -- pol_stats");
 	cr_assert(strstr(run_a.err, "bufsel: exit: pid="), "the library was not loaded:\n%s", run_a.err);
 	return run_a.pid;
 }
@@ -179,7 +165,7 @@ Test(report, pol_stats_recommendation, .timeout = 60)
 	pid_t pid = write_stats();
 	char *argv[] = { (char *)launcher_path(), "report", stats, NULL };
 	run(&run_a, false, argv);
-	expect_exit(&run_a, 0, "bufsel report");
+	harness_expect_exit(&run_a, 0, "bufsel report");
 	static char want[PATH_MAX + 4096];
 	snprintf(want, sizeof(want), "bufsel report: %s (pid %d): 1 ring, 3 buffer groups\n%s", stats, (int)pid,
 		 POL_STATS_REPORT);
@@ -191,7 +177,7 @@ Test(report, pol_stats_recommendation, .timeout = 60)
 	 * 56 bytes against 64: saves 8 B; group 2: 2 of 3, saves 26 B. */
 	char *argv2[] = { (char *)launcher_path(), "report", "--margin", "100", "--percentile", "50", stats, NULL };
 	run(&run_a, false, argv2);
-	expect_exit(&run_a, 0, "bufsel report --margin 100 --percentile 50");
+	harness_expect_exit(&run_a, 0, "bufsel report --margin 100 --percentile 50");
 	const char *rec = strstr(run_a.out, "  ring 0 bgid 1:");
 	cr_assert_str_eq(rec ? rec : run_a.out,
 			 "  ring 0 bgid 1: 8 buffers of 7 bytes, now 4 of 16: saves 8 B\n"
@@ -205,7 +191,7 @@ Test(report, plot_svg, .timeout = 60)
 	write_stats();
 	char *argv[] = { (char *)launcher_path(), "report", "--plot", picture, stats, NULL };
 	run(&run_a, false, argv);
-	expect_exit(&run_a, 0, "bufsel report --plot");
+	harness_expect_exit(&run_a, 0, "bufsel report --plot");
 	cr_assert(strstr(run_a.out, "total: saves 55 B\n"), "the report is missing:\n%s", run_a.out);
 	FILE *f = fopen(picture, "r");
 	cr_assert_not_null(f, "%s: %s", picture, strerror(errno));
@@ -226,7 +212,7 @@ Test(report, plot_svg, .timeout = 60)
 /* One line on stderr, nothing on stdout, exit status 1. */
 static void expect_one_line(const struct run *r, const char *line, const char *what)
 {
-	expect_exit(r, 1, what);
+	harness_expect_exit(r, 1, what);
 	cr_assert_str_eq(r->out, "", "%s: stdout: %s", what, r->out);
 	cr_assert_str_eq(r->err, line, "%s: got %sexpected %s", what, r->err, line);
 }
@@ -249,7 +235,7 @@ Test(report, bad_files, .timeout = 60)
 	cr_assert_gt(size, 100);
 	cr_assert_eq(truncate(stats, size / 2), 0);
 	run(&run_a, false, argv);
-	expect_exit(&run_a, 1, "bufsel report on a truncated file");
+	harness_expect_exit(&run_a, 1, "bufsel report on a truncated file");
 	snprintf(line, sizeof(line), "bufsel: report: %s: not JSON: line ", stats);
 	cr_assert(!strncmp(run_a.err, line, strlen(line)) && strchr(run_a.err, '\n') == run_a.err + run_a.err_len - 1,
 		  "not one line saying \"%s...\": %s", line, run_a.err);
@@ -266,6 +252,6 @@ Test(report, bad_files, .timeout = 60)
 	/* A usage error is status 2. */
 	char *argv2[] = { (char *)launcher_path(), "report", NULL };
 	run(&run_a, false, argv2);
-	expect_exit(&run_a, 2, "bufsel report without a file");
+	harness_expect_exit(&run_a, 2, "bufsel report without a file");
 	cr_assert_str_eq(run_a.err, "bufsel: report: no statistics file given (bufsel report --help)\n");
 }
