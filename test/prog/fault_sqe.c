@@ -217,31 +217,39 @@ static void vanishing_msghdr(int select)
 	group_size(GOOD, &good, "good group");
 }
 
-static void inaccessible_group(void)
+/* The 4 buffers of 64 on the inaccessible page, into group BAD. */
+static void provide_bad(void)
 {
-	note("== PROVIDE_BUFFERS of an inaccessible range: 4 buffers of 64 in group %d", BAD);
 	struct io_uring_sqe *sqe = get_sqe(&ring);
 	io_uring_prep_provide_buffers(sqe, bad, 64, 4, BAD, 0);
 	run_one(&ring, sqe, ud(), NULL);
+}
+
+/* What the last case left in group BAD, then the group full again. */
+static void refill_bad_group(void)
+{
+	group_size(BAD, NULL, "bad group");
+	provide_bad();
+}
+
+static void inaccessible_group(void)
+{
+	struct io_uring_sqe *sqe;
+	note("== PROVIDE_BUFFERS of an inaccessible range: 4 buffers of 64 in group %d", BAD);
+	provide_bad();
 
 	note("READ with buffer select");
 	write_all(pip[1], "into-bad", 8);
 	run_one(&ring, prep_read_sel(&ring, pip[0], 0, BAD, 0, 0), ud(), NULL);
 	drain_pipe("after READ");
-	group_size(BAD, NULL, "bad group");
-	sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, bad, 64, 4, BAD, 0);
-	run_one(&ring, sqe, ud(), NULL);
+	refill_bad_group();
 
 	note("READV with buffer select");
 	write_all(pip[1], "readv-bad", 9);
 	struct iovec iov = { NULL, 32 };
 	run_one(&ring, prep_readv_sel(pip[0], &iov, BAD), ud(), NULL);
 	drain_pipe("after READV");
-	group_size(BAD, NULL, "bad group");
-	sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, bad, 64, 4, BAD, 0);
-	run_one(&ring, sqe, ud(), NULL);
+	refill_bad_group();
 
 	note("RECV with buffer select, data there");
 	send_str("recv-bad");
@@ -255,10 +263,7 @@ static void inaccessible_group(void)
 	send_str("late-recv-bad");
 	reap_show(&ring, 1, NULL);
 	drain_socket("after RECV");
-	group_size(BAD, NULL, "bad group");
-	sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, bad, 64, 4, BAD, 0);
-	run_one(&ring, sqe, ud(), NULL);
+	refill_bad_group();
 
 	note("RECVMSG with buffer select");
 	send_str("recvmsg-bad");
@@ -267,10 +272,7 @@ static void inaccessible_group(void)
 	run_one(&ring, prep_recvmsg(&m, 1, BAD), ud(), NULL);
 	note("msg_flags=0x%x", (unsigned)m.msg_flags);
 	drain_socket("after RECVMSG");
-	group_size(BAD, NULL, "bad group");
-	sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, bad, 64, 4, BAD, 0);
-	run_one(&ring, sqe, ud(), NULL);
+	refill_bad_group();
 
 	note("multishot RECV with buffer select");
 	send_str("multi-bad");
@@ -281,10 +283,7 @@ static void inaccessible_group(void)
 	sqe->buf_group = BAD;
 	run_one(&ring, sqe, ud(), NULL);
 	drain_socket("after multishot RECV");
-	group_size(BAD, NULL, "bad group");
-	sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, bad, 64, 4, BAD, 0);
-	run_one(&ring, sqe, ud(), NULL);
+	refill_bad_group();
 
 	note("SEND with buffer select");
 	sqe = get_sqe(&ring);
