@@ -37,7 +37,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -49,6 +48,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "test/asan_runtime.h"
 
 enum arm { NATIVE, BUFSEL, NATIVE2, NARMS };
 static const char *const arm_name[NARMS] = { "native", "bufsel", "native (again)" };
@@ -112,31 +113,6 @@ __attribute__((noreturn, format(printf, 2, 3))) static void die(int status, cons
 }
 
 /* ---- running seqfuzz ---- */
-
-/* Under ASan the sanitizer runtime must come first in LD_PRELOAD. */
-#ifdef __SANITIZE_ADDRESS__
-static int find_asan(struct dl_phdr_info *info, size_t size, void *path)
-{
-	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "/libasan.so")) {
-		snprintf(path, PATH_MAX, "%s", info->dlpi_name);
-		return 1;
-	}
-	return 0;
-}
-#endif
-
-static const char *asan_runtime(void)
-{
-#ifdef __SANITIZE_ADDRESS__
-	static char path[PATH_MAX];
-	if (!path[0])
-		dl_iterate_phdr(find_asan, path);
-	return path[0] ? path : NULL;
-#else
-	return NULL;
-#endif
-}
 
 /* The caller's environment less LD_PRELOAD and BUFSEL_*, plus extra. */
 static char **make_env(const char *const *extra, size_t nextra)
@@ -651,7 +627,7 @@ int main(int argc, char **argv)
 		die(2, "build directory %s: path too long", opt.build);
 	if (access(opt.seqfuzz, X_OK) || access(opt.lib, R_OK))
 		die(2, "%s or %s is missing: build them first (make fuzz-quick does)", opt.seqfuzz, opt.lib);
-	opt.asan = asan_runtime();
+	opt.asan = asan_runtime_path();
 	opt.t0 = now_s();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("difffuzz: seeds from %llu, %llu sequences%s, batches of %u, %u jobs; native vs %s\n", opt.seed,

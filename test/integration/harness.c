@@ -1,11 +1,11 @@
 #define _GNU_SOURCE
 #include "test/integration/harness.h"
+#include "test/asan_runtime.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -158,31 +158,11 @@ char **harness_env(size_t room, size_t *k)
 	return env;
 }
 
-/*
- * Under ASan (make asan builds the runners and the programs with the same
- * flags) a program refuses to start unless the sanitizer runtime comes first
- * in its library list, so the runtime goes first in LD_PRELOAD, ahead of
- * libbufsel.so; the launcher appends to an LD_PRELOAD it is given.
- */
-#ifdef __SANITIZE_ADDRESS__
-static int find_asan(struct dl_phdr_info *info, size_t size, void *path)
-{
-	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "/libasan.so")) {
-		snprintf(path, PATH_MAX, "%s", info->dlpi_name);
-		return 1;
-	}
-	return 0;
-}
-#endif
-
 const char *harness_asan_runtime(void)
 {
 #ifdef __SANITIZE_ADDRESS__
-	static char path[PATH_MAX];
-	if (!path[0])
-		dl_iterate_phdr(find_asan, path);
-	cr_assert(path[0], "built with ASan, but libasan.so is not among the runner's libraries");
+	const char *path = asan_runtime_path();
+	cr_assert(path, "built with ASan, but libasan.so is not among the runner's libraries");
 	return path;
 #else
 	return NULL;
