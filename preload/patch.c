@@ -23,8 +23,10 @@
 
 /*
  * The stub's XSAVE area is a fixed 4 KiB below the saved registers: enough for
- * x87, SSE, AVX and AVX-512 state; a CPU with more user state enabled (AMX)
- * is not patched.
+ * x87, SSE, AVX and AVX-512 state.  AMX tile state (8 KiB more) is left out of
+ * the save mask: neither bufsel nor the libc it calls touches tile registers,
+ * so they pass through unchanged.  A CPU whose other enabled state does not
+ * fit is not patched.
  */
 #define XSAVE_AREA 4096
 #define STUB_PAGE 4096
@@ -33,6 +35,8 @@
 #define MAX_REFUSED 64
 /* A jump whose rel32 ends in the bytes 0f 05 leaves a `syscall` where it was. */
 #define SYSCALL_DISP_HI 0x050f0000u
+/* XTILECFG and XTILEDATA: AMX, never touched by bufsel's code. */
+#define XFEATURE_AMX ((1ull << 17) | (1ull << 18))
 
 struct stub_page {
 	uintptr_t base;
@@ -51,6 +55,10 @@ static struct patch_state {
 	bool membarrier;
 	bool fork_held;		/* prepare took busy; parent and child give it back */	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE registered */
 } patch = { .busy = ATOMIC_FLAG_INIT };
+
+/* The components the stubs save and restore (EDX:EAX of XSAVE/XRSTOR):
+ * set once by patch_init, read by the stubs. */
+uint64_t bufsel_patch_xmask __attribute__((visibility("hidden"))) = ~0ull;
 
 /*
  * The stub jumps here with the program's stack pointer moved below its red
@@ -87,8 +95,8 @@ static struct patch_state {
 	"	movq $0, 552(%rsp)\n"				\
 	"	movq $0, 560(%rsp)\n"				\
 	"	movq $0, 568(%rsp)\n"				\
-	"	mov $-1, %eax\n"				\
-	"	mov $-1, %edx\n"				\
+	"	mov bufsel_patch_xmask(%rip), %eax\n"		\
+	"	mov bufsel_patch_xmask+4(%rip), %edx\n"		\
 	"	" save " (%rsp)\n"				\
 	"	cld\n"						\
 	"	mov %rbp, %rdi\n"				\
@@ -96,8 +104,8 @@ static struct patch_state {
 	"	mov 64(%rbx), %rdx\n"				\
 	"	call patch_dispatch\n"				\
 	"	mov %rax, %rbp\n"				\
-	"	mov $-1, %eax\n"				\
-	"	mov $-1, %edx\n"				\
+	"	mov bufsel_patch_xmask(%rip), %eax\n"		\
+	"	mov bufsel_patch_xmask+4(%rip), %edx\n"		\
 	"	xrstor64 (%rsp)\n"				\
 	"	mov %rbp, %rax\n"				\
 	"	mov %rbx, %rsp\n"				\
@@ -164,12 +172,27 @@ void patch_init(int enabled)
 	patch.enabled = false;
 	if (!enabled || !__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
 		return;
-	/* EBX of leaf 0xd: the XSAVE area size for what XCR0 enables now. */
-	__cpuid_count(0xd, 0, a, b, c, d);
-	if (b + 64 > XSAVE_AREA) {
-		log_info("site patching off: %u bytes of extended state", b);
+	/* What the stubs save: every user component XCR0 enables, but AMX.
+	 * The standard form puts component i at the offset leaf 0xd, i says;
+	 * the area must reach the end of the last one saved (the compacted
+	 * form is never larger). */
+	unsigned xlo, xhi;
+	__asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+	uint64_t xcr0 = (uint64_t)xhi << 32 | xlo;
+	uint64_t mask = xcr0 & ~XFEATURE_AMX;
+	unsigned need = 512 + 64;
+	for (unsigned i = 2; i < 64; i++) {
+		if (!(mask & (1ull << i)))
+			continue;
+		__cpuid_count(0xd, i, a, b, c, d);
+		if (b + a > need)
+			need = b + a;
+	}
+	if (need + 64 > XSAVE_AREA) {
+		log_info("site patching off: %u bytes of extended state", need);
 		return;
 	}
+	bufsel_patch_xmask = mask;
 	__cpuid_count(0xd, 1, a, b, c, d);
 	patch.xsavec = a & (1u << 1);
 	patch.membarrier = !sys_call3(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
