@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "preload/compat.h"
 #include "preload/crash.h"
 #include "preload/heap.h"
 #include "preload/log.h"
@@ -49,6 +50,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 		_exit(1);
 	}
 	heap_inject(bufsel.conf.fail_alloc, report_fail_alloc);
+	compat_init(&bufsel.conf);
 	signals_init();
 	site_init();
 	crash_init();
