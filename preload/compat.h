@@ -9,8 +9,10 @@
 
 struct bufsel_conf;
 
-/* Takes the emulated kernel from the configuration (constructor only). */
-void compat_init(const struct bufsel_conf *c);
+/* Takes the emulated kernel from the configuration (constructor only);
+ * report is told, once per item, what the emulated kernel refused. */
+void compat_init(const struct bufsel_conf *c,
+		 void (*report)(const char *kind, const char *name, unsigned since));
 /* Is a kernel emulated at all? */
 int compat_emulating(void);
 
