@@ -244,7 +244,7 @@ const struct conf_option conf_options[CONF_KEYS] = {
 	[CONF_KERNEL] = {
 		.name = "kernel", .scope = CONF_SCOPE_GLOBAL,
 		.values = "native|X.Y (5.1 or later)", .expect = "one of native|X.Y (5.1 or later)", .dflt = "native",
-		.help = "behave as on that kernel: bufsel's own requests use nothing newer, and features the program asks for that the kernel lacks are refused as it refuses them (5.6: no buffer rings)",
+		.help = "behave as on that kernel: bufsel's own requests use nothing newer, and features the program asks for that the kernel lacks are refused as it refuses them (flags, opcodes, feature bits and probe rows newer than it; buffer selection stays)",
 		.parse = parse_kernel, .show = show_kernel,
 	},
 	[CONF_STATS] = {

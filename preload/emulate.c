@@ -9,6 +9,7 @@
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
 
+#include "preload/compat.h"
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
@@ -45,6 +46,8 @@ int emulate_handles(long nr)
 long emu_enter(const long a[6])
 {
 	unsigned flags = (unsigned)a[3];
+	if (compat_enter_flags(flags))
+		return -EINVAL;
 	struct ring *r = flags & IORING_ENTER_REGISTERED_RING ? ring_get_registered((unsigned)a[0])
 							      : ring_get((int)a[0]);
 	if (!r)

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "preload/compat.h"
 #include "preload/crash.h"
 #include "preload/heap.h"
 #include "preload/log.h"
@@ -41,6 +42,16 @@ static void report_fail_alloc(unsigned long n, const char *what)
 	log_warn("fail_alloc: allocation %lu (%s) fails, as configured", n, what);
 }
 
+static void report_compat(const char *kind, const char *name, unsigned since)
+{
+	if (since)
+		log_info("kernel %u.%u: %s%s (%u.%u) refused with -EINVAL, as that kernel refuses it",
+			 bufsel.conf.kernel >> 8, bufsel.conf.kernel & 0xff, kind, name, since >> 8, since & 0xff);
+	else
+		log_info("kernel %u.%u: %s%s refused with -EINVAL", bufsel.conf.kernel >> 8,
+			 bufsel.conf.kernel & 0xff, kind, name);
+}
+
 __attribute__((constructor)) static void bufsel_init(void)
 {
 	char err[4096];
@@ -49,6 +60,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 		_exit(1);
 	}
 	heap_inject(bufsel.conf.fail_alloc, report_fail_alloc);
+	compat_init(&bufsel.conf, report_compat);
 	signals_init();
 	site_init();
 	crash_init();

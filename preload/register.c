@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 #include "preload/emulate.h"
+#include "preload/compat.h"
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/req.h"
@@ -103,6 +104,22 @@ static long sync_cancel(struct ring *r, const long a[6])
 	return ret < 0 ? ret : ret + found;
 }
 
+/* BUFSEL_KERNEL: the probe of that kernel, on bufsel's copy of the one the
+ * kernel filled (a probe has at most 256 rows). */
+static void probe_as_emulated(const long a[6])
+{
+	struct {
+		struct io_uring_probe hdr;
+		struct io_uring_probe_op ops[256];
+	} p;
+	unsigned nr = (unsigned)a[3] > 256 ? 256 : (unsigned)a[3];
+	size_t len = sizeof(p.hdr) + nr * sizeof(p.ops[0]);
+	if (!compat_emulating() || copy_from_prog(&p, (const void *)a[2], len))
+		return;
+	compat_probe(&p.hdr, nr);
+	copy_to_prog((void *)a[2], &p, len);
+}
+
 /* PROVIDE/REMOVE_BUFFERS are bufsel's on any kernel: the probe says so. */
 static void probe_mark_emulated(const long a[6])
 {
@@ -129,16 +146,12 @@ static void probe_mark_emulated(const long a[6])
 long emu_register(const long a[6])
 {
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
+	/* An older kernel does not know the opcode, ring or no ring. */
+	if (compat_register_opcode(opcode))
+		return -EINVAL;
 	struct ring *r = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
 				 ? ring_get_registered((unsigned)a[0])
 				 : ring_get((int)a[0]);
-	if (r && bufsel.conf.kernel && bufsel.conf.kernel < KERNEL_PBUF_RING &&
-	    (opcode == IORING_REGISTER_PBUF_RING || opcode == IORING_UNREGISTER_PBUF_RING ||
-	     opcode == IORING_REGISTER_PBUF_STATUS)) {
-		/* An older kernel does not know the opcode. */
-		ring_put(r);
-		return -EINVAL;
-	}
 	int shadowed = r != NULL;
 	if (r && opcode == IORING_REGISTER_RESIZE_RINGS_NR && (r->setup_flags & IORING_SETUP_DEFER_TASKRUN)) {
 		/* The kernel would swap the rings bufsel submits to and reaps
@@ -166,6 +179,8 @@ long emu_register(const long a[6])
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
 	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)
 		learn_ring_fds(opcode, (const void *)a[2], (unsigned)a[3], ret);
+	if (opcode == IORING_REGISTER_PROBE && !ret)
+		probe_as_emulated(a);
 	if (opcode == IORING_REGISTER_PROBE && !ret && shadowed)
 		probe_mark_emulated(a);
 	return ret;

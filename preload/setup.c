@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "preload/compat.h"
 #include "preload/emulate.h"
 #include "preload/uring_abi.h"
 #include "preload/log.h"
@@ -34,6 +35,14 @@ static long setup_forward(const long a[6])
 	long fd = sys_call3(__NR_io_uring_setup, a[0], a[1], 0);
 	if (fd >= 0)
 		ring_fd_reused((int)fd);
+	/* BUFSEL_KERNEL: the features of that kernel, on a ring bufsel does
+	 * not shadow too.  The kernel just wrote them, so they are writable. */
+	struct io_uring_params *up = (void *)a[1];
+	unsigned f;
+	if (fd >= 0 && !copy_from_prog(&f, &up->features, sizeof(f))) {
+		f = compat_features(f);
+		copy_to_prog(&up->features, &f, sizeof(f));
+	}
 	return fd;
 }
 
@@ -119,6 +128,8 @@ long emu_setup(const long a[6])
 		return -EFAULT;
 	if (bufsel.conf.mode == BUFSEL_MODE_PASSTHROUGH)
 		return setup_forward(a);
+	if (compat_setup_flags(p.flags))
+		return -EINVAL;
 	if (p.flags & ~SETUP_SHADOWABLE) {
 		long fd = setup_forward(a);
 		if (fd >= 0)
@@ -160,6 +171,7 @@ long emu_setup(const long a[6])
 		log_warn("ring fd %ld: no room for a shadow (%s): passed through to the kernel", fd,
 			 strerror(-err));
 		ring_abandon(r);
+		p.features = compat_features(p.features);
 		if (copy_to_prog(up, &p, sizeof(p))) {
 			sys_close((int)fd);
 			return -EFAULT;
@@ -169,6 +181,7 @@ long emu_setup(const long a[6])
 	r->hooks = &rewrite_hooks;
 
 	struct io_uring_params out = p;
+	out.features = compat_features(p.features);
 	shadow_fill_offsets(&r->sh.lay, &out.sq_off, &out.cq_off);
 	complete_reap(r);	/* sets the initial shadow flags */
 	if (copy_to_prog(up, &out, sizeof(out))) {

@@ -15,6 +15,8 @@
 
 #include <errno.h>
 
+#include "preload/compat.h"
+
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
 static inline void real_slot_publish(struct ring *r, unsigned slot)
 {
@@ -24,9 +26,17 @@ static inline void real_slot_publish(struct ring *r, unsigned slot)
 
 /* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
  * must wait (a barrier: the kernel has to see what precedes it first). */
-static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *src,
+static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *prog,
 		     int sqpoll)
 {
+	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
+	struct io_uring_sqe cp;
+	const struct io_uring_sqe *src = prog;
+	if (compat_emulating()) {
+		cp = *prog;
+		compat_sqe(&cp);
+		src = &cp;
+	}
 	int in_chain = st->linked;
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)

@@ -1,0 +1,33 @@
+/*
+ * BUFSEL_KERNEL=X.Y: io_uring as a kernel of that version shows it.  Each
+ * call is a no-op (0, or its argument unchanged) when no kernel is emulated.
+ */
+#ifndef BUFSEL_PRELOAD_COMPAT_H
+#define BUFSEL_PRELOAD_COMPAT_H
+
+#include <linux/io_uring.h>
+
+struct bufsel_conf;
+
+/* Takes the emulated kernel from the configuration (constructor only);
+ * report is told, once per item, what the emulated kernel refused. */
+void compat_init(const struct bufsel_conf *c,
+		 void (*report)(const char *kind, const char *name, unsigned since));
+/* Is a kernel emulated at all? */
+int compat_emulating(void);
+
+/* -EINVAL if a setup flag, enter flag or register opcode is newer. */
+int compat_setup_flags(unsigned flags);
+int compat_enter_flags(unsigned flags);
+int compat_register_opcode(unsigned opcode);
+/* The feature bits that kernel reports. */
+unsigned compat_features(unsigned features);
+/* Does that kernel know the request opcode? */
+int compat_op_known(unsigned opcode);
+/* An SQE on its way to the kernel: an opcode or flag the emulated kernel
+ * lacks is made one no kernel knows, so it fails at prep with -EINVAL. */
+void compat_sqe(struct io_uring_sqe *sqe);
+/* A probe the kernel filled, cut to that kernel's opcodes. */
+void compat_probe(struct io_uring_probe *p, unsigned nr_ops);
+
+#endif
