@@ -103,6 +103,7 @@
 	X(fault_limits, 20, true, true)        \
 	X(fault_alloc, 30, true, true)         \
 	X(fault_close, 30, true, true)         \
+	X(inline_close, 15, true, true)        \
 	X(fault_args, 20, true, false)         \
 	X(resize_rings, 10, true, true)        \
 	X(no_uring, 10, false, true)
@@ -424,6 +425,13 @@ PROGRAMS(SUITE_TESTS)
 Test(passthrough, nop_batch, .timeout = 30)
 {
 	check_against_native("nop_batch", PASSTHROUGH);
+}
+
+/* Passthrough keeps no fd or mapping of a ring either: its unseen close
+ * releases it. */
+Test(passthrough, inline_close, .timeout = 40)
+{
+	check_against_native("inline_close", PASSTHROUGH);
 }
 
 /*
