@@ -83,7 +83,6 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	int unpinned;
 	atomic_int real_fd;
 	unsigned long ino, dev;
-	int mem_fd;		/* memfd holding the shadow rings and SQEs */
 	unsigned setup_flags;
 	unsigned features;
 

@@ -195,29 +195,58 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 	return 0;
 }
 
+/*
+ * The shadow lives in a memfd that bufsel maps once and then closes: the
+ * program's mappings of it are made from bufsel's (map_shadow_part), so no
+ * fd of bufsel's has to sit at a high number, which would make every walk of
+ * the process's fd table (ring_alive's) as long as that number.
+ */
 static int map_shadow(struct ring *r, const struct io_uring_params *p)
 {
 	struct shadow_layout lay;
 	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
 	lay.no_sqarray = !!(p->flags & IORING_SETUP_NO_SQARRAY);
-	int low = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
-	if (low < 0)
-		return low;
-	r->mem_fd = sys_dupfd_high(low);
-	sys_close(low);
-	if (r->mem_fd < 0)
-		return r->mem_fd;
-	long err = sys_call3(SYS_ftruncate, r->mem_fd, (long)lay.total_len, 0);
+	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
+	if (mfd < 0)
+		return mfd;
+	long err = sys_call3(SYS_ftruncate, mfd, (long)lay.total_len, 0);
+	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
+					  MAP_SHARED | MAP_POPULATE, mfd, 0);
+	sys_close(mfd);
 	if (err)
 		return (int)err;
-	void *mem = sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-			     r->mem_fd, 0);
 	if (sys_is_err((long)mem))
 		return (int)(long)mem;
 	r->sh.sq_entries = p->sq_entries;
 	r->sh.cq_entries = p->cq_entries;
 	shadow_attach(&r->sh, &lay, mem);
 	return 0;
+}
+
+/* Another mapping of the same shadow pages (mremap of a shared mapping with
+ * an old size of 0), where and as the program asked. */
+static long map_shadow_part(struct ring *r, void *addr, size_t len, int prot, int flags, size_t memoff)
+{
+	long src = (long)r->sh.mem + (long)memoff;
+	long m;
+	if (flags & MAP_FIXED)
+		m = sys_call6(SYS_mremap, src, 0, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED, (long)addr, 0);
+	else
+		m = sys_call6(SYS_mremap, src, 0, (long)len, MREMAP_MAYMOVE, 0, 0);
+	if (sys_is_err(m))
+		return m;
+	if ((flags & MAP_FIXED_NOREPLACE) && addr && m != (long)addr) {
+		sys_munmap((void *)m, len);
+		return -EEXIST;
+	}
+	if (prot != (PROT_READ | PROT_WRITE)) {
+		long err = sys_call3(SYS_mprotect, m, (long)len, prot);
+		if (err) {
+			sys_munmap((void *)m, len);
+			return err;
+		}
+	}
+	return m;
 }
 
 long emu_setup(const long a[6])
@@ -325,7 +354,7 @@ long emu_mmap(const long a[6])
 		return sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
 	long ret = shadow_map_offset(&r->sh.lay, off, len, &memoff);
 	if (!ret)
-		ret = (long)sys_mmap((void *)a[0], len, (int)a[2], (int)a[3], r->mem_fd, (off_t)memoff);
+		ret = map_shadow_part(r, (void *)a[0], len, (int)a[2], (int)a[3], memoff);
 	ring_put(r);
 	return ret;
 }
