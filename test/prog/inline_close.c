@@ -9,6 +9,8 @@
  *  - a registered file goes with it: the write end of a second pipe, which
  *    only the ring's file table holds, is released and the reader sees EOF;
  *  - the ring's io-wq workers exit.
+ * Then the ring's fd number is handed out again, to a pipe and (by dup2) to
+ * another ring: io_uring_enter and mmap on that number are the new file's.
  */
 #define _GNU_SOURCE
 #include "test/prog/cqe_print.h"
@@ -146,5 +148,28 @@ int main(void)
 	ssize_t left = read(data[0], out, sizeof(out));
 	note("bytes still in the pipe: %zd", left < 0 ? -(ssize_t)errno : left);
 	note("io-wq workers gone within 2 s: %s", eventually(no_workers, NULL) ? "yes" : "no");
+
+	int old = ring.ring_fd, p[2];
+	if (pipe2(p, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+	note("the ring's number went to a pipe: %s", p[0] == old ? "yes" : "no");
+	note("enter on it: %s", strerror(-(int)raw_enter(old, 0, 0, 0, NULL, 0)));
+	void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, old, IORING_OFF_SQ_RING);
+	note("mmap of it as a ring: %s", m == MAP_FAILED ? strerror(errno) : "mapped");
+
+	struct io_uring b;
+	ret = io_uring_queue_init(8, &b, 0);
+	if (ret < 0)
+		die("queue_init b: %s", strerror(-ret));
+	if (dup2(b.ring_fd, old) != old)
+		die("dup2: %s", strerror(errno));
+	sqe = get_sqe(&b);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 3;
+	io_uring_smp_store_release(b.sq.ktail, b.sq.sqe_tail);
+	b.sq.sqe_head = b.sq.sqe_tail;
+	note("another ring dup2'd to the number: enter submits %ld", raw_enter(old, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0));
+	reap_print(&b, 1);
+	io_uring_queue_exit(&b);
 	return 0;
 }
