@@ -311,12 +311,19 @@ struct ring *ring_get(int fd)
 			ring_release(got);
 		ring_put(got);
 	}
-	/* A dup of a ring fd: ask the kernel whether it is one of our files. */
+	/* A dup of a ring fd: ask the kernel whether it is one of our files
+	 * (any fd mapped shared at offset 0 comes here: one fstat for all the
+	 * unpinned rings, not one each). */
+	struct stat st = {0};
+	int st_ok = -1;
 	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
 		struct ring *got = ring_tryget(r);
-		if (got && same_file(fd, got))
+		if (got && got->unpinned && st_ok < 0)
+			st_ok = !sys_call3(SYS_fstat, fd, (long)&st, 0);
+		if (got && (got->unpinned ? st_ok > 0 && st.st_ino == got->ino && st.st_dev == got->dev
+					  : same_file(fd, got)))
 			return found_at(got, fd);
 		if (got)
 			ring_put(got);
