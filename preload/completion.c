@@ -560,7 +560,7 @@ void rewrite_followup(struct ring *r)
 			release(r, q);
 	}
 	if (placed || (r->setup_flags & IORING_SETUP_SQPOLL)) {
-		long ret = sys_call6(__NR_io_uring_enter, r->priv_fd, placed, 0,
+		long ret = sys_call6(__NR_io_uring_enter, ring_fd(r), placed, 0,
 				     r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP : 0, 0, 0);
 		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
 			log_error("the kernel took %ld of %u held SQEs", ret, placed);

@@ -21,7 +21,7 @@
 static long real_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		       const void *argp, size_t argsz)
 {
-	return sys_call6(__NR_io_uring_enter, r->priv_fd, to_submit, min_complete, flags, (long)argp,
+	return sys_call6(__NR_io_uring_enter, ring_fd(r), to_submit, min_complete, flags, (long)argp,
 			 (long)argsz);
 }
 

@@ -56,7 +56,7 @@ static long register_pbuf_ring(struct ring *r, const long a[6])
 	spin_unlock(&r->pool_lock);
 	if (ret) {
 		struct io_uring_buf_reg undo = { .bgid = reg.bgid };
-		sys_call6(__NR_io_uring_register, r->priv_fd, IORING_UNREGISTER_PBUF_RING, (long)&undo, 1, 0, 0);
+		sys_call6(__NR_io_uring_register, ring_fd(r), IORING_UNREGISTER_PBUF_RING, (long)&undo, 1, 0, 0);
 	}
 	return ret;
 }
@@ -87,7 +87,7 @@ static long sync_cancel(struct ring *r, const long a[6])
 		return -ENOSYS;
 	if (!(reg.flags & IORING_ASYNC_CANCEL_ALL)) {
 		reg.addr = tags[0];
-		return sys_call6(__NR_io_uring_register, r->priv_fd, IORING_REGISTER_SYNC_CANCEL, (long)&reg, 1,
+		return sys_call6(__NR_io_uring_register, ring_fd(r), IORING_REGISTER_SYNC_CANCEL, (long)&reg, 1,
 				 0, 0);
 	}
 	long found = 0;
@@ -95,7 +95,7 @@ static long sync_cancel(struct ring *r, const long a[6])
 	one.flags &= ~IORING_ASYNC_CANCEL_ALL;
 	for (unsigned i = 0; i < n; i++) {
 		one.addr = tags[i];
-		found += sys_call6(__NR_io_uring_register, r->priv_fd, IORING_REGISTER_SYNC_CANCEL,
+		found += sys_call6(__NR_io_uring_register, ring_fd(r), IORING_REGISTER_SYNC_CANCEL,
 				   (long)&one, 1, 0, 0) == 0;
 	}
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);

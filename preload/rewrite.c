@@ -845,7 +845,7 @@ static int cancel_tag_now(struct ring *r, uint64_t tag)
 	struct io_uring_sync_cancel_reg reg = {
 		.addr = tag, .fd = -1, .timeout = { .tv_sec = 1, .tv_nsec = 0 },
 	};
-	return sys_call6(__NR_io_uring_register, r->priv_fd, IORING_REGISTER_SYNC_CANCEL, (long)&reg, 1,
+	return sys_call6(__NR_io_uring_register, ring_fd(r), IORING_REGISTER_SYNC_CANCEL, (long)&reg, 1,
 			 0, 0) == 0;
 }
 

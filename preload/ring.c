@@ -4,16 +4,20 @@
  * on any thread, so they take no lock: rings sit in a static array, a lookup
  * takes a reference with CAS, and the last reference tears a ring down.  A
  * ring is released only once no fd of the program refers to its file (the
- * program may have dup'd it), which is asked of the kernel with kcmp.
+ * program may have dup'd it), which is asked of the kernel with kcmp against
+ * bufsel's own fd of the file or, on an unpinned ring (which bufsel holds no
+ * fd of), by the file's inode.
  */
 #include "preload/ring.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "preload/heap.h"
@@ -43,7 +47,46 @@ static __thread struct ring *reg_rings[REG_RING_MAX];
 
 static int same_file(int fd, const struct ring *r)
 {
-	return sys_kcmp_file(fd, r->priv_fd) == 0;
+	if (!r->unpinned)
+		return sys_kcmp_file(fd, r->priv_fd) == 0;
+	struct stat st;
+	if (fd < 0 || sys_call3(SYS_fstat, fd, (long)&st, 0))
+		return 0;
+	return st.st_ino == r->ino && st.st_dev == r->dev;
+}
+
+/*
+ * Files made with anon_inode_getfile share one inode (eventfd does); a ring
+ * made so would not be told apart from another by its inode.  6.18 gives each
+ * ring an inode of its own; whether this kernel does is asked once, against
+ * an eventfd's.
+ */
+static unsigned long shared_anon_ino(void)
+{
+	static atomic_ulong ino;	/* 0: not asked yet */
+	unsigned long v = atomic_load_explicit(&ino, memory_order_relaxed);
+	if (v)
+		return v;
+	int efd = (int)sys_call3(SYS_eventfd2, 0, O_CLOEXEC, 0);
+	struct stat st;
+	v = ULONG_MAX;	/* cannot tell: no ring is told apart by inode */
+	if (efd >= 0 && !sys_call3(SYS_fstat, efd, (long)&st, 0))
+		v = st.st_ino;
+	if (efd >= 0)
+		sys_close(efd);
+	atomic_store_explicit(&ino, v, memory_order_relaxed);
+	return v;
+}
+
+int ring_identify(struct ring *r, int fd)
+{
+	struct stat st;
+	if (sys_call3(SYS_fstat, fd, (long)&st, 0))
+		return 0;
+	r->ino = st.st_ino;
+	r->dev = st.st_dev;
+	unsigned long shared = shared_anon_ino();
+	return shared != ULONG_MAX && st.st_ino != shared;
 }
 
 struct ring *ring_alloc(void)
@@ -56,7 +99,8 @@ struct ring *ring_alloc(void)
 			while (hwm < i + 1 && !atomic_compare_exchange_weak(&ring_hwm, &hwm, i + 1))
 				;
 			memset((char *)r, 0, offsetof(struct ring, claimed));
-			r->prog_fd = r->priv_fd = r->mem_fd = r->mover_wake_fd = -1;
+			r->prog_fd = r->priv_fd = r->mover_wake_fd = -1;
+			atomic_store(&r->real_fd, -1);
 			atomic_store(&r->refs, 1);
 			return r;
 		}
@@ -174,13 +218,12 @@ static void ring_destroy(struct ring *r)
 		sys_munmap(r->real_cq_map, r->real_cq_len);
 	if (r->real_sq_map)
 		sys_munmap(r->real_sq_map, r->real_sq_len);
-	if (r->mem_fd >= 0)
-		sys_close(r->mem_fd);
 	if (r->priv_fd >= 0)
 		sys_close(r->priv_fd);
 	if (r->mover_wake_fd >= 0)
 		sys_close(r->mover_wake_fd);
-	r->prog_fd = r->priv_fd = r->mem_fd = r->mover_wake_fd = -1;
+	r->prog_fd = r->priv_fd = r->mover_wake_fd = -1;
+	atomic_store(&r->real_fd, -1);
 }
 
 void ring_put(struct ring *r)
@@ -230,13 +273,24 @@ int ring_next_owned_fd(unsigned lo, unsigned hi)
 	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
-		int fds[3] = { r->priv_fd, r->mem_fd, r->mover_wake_fd };
-		for (int k = 0; k < 3; k++)
+		int fds[2] = { r->priv_fd, r->mover_wake_fd };
+		for (int k = 0; k < 2; k++)
 			if (fds[k] >= 0 && (unsigned)fds[k] >= lo && (unsigned)fds[k] <= hi &&
 			    (best < 0 || fds[k] < best))
 				best = fds[k];
 	}
 	return (int)best;
+}
+
+static int ring_alive(struct ring *r);
+static void ring_release(struct ring *r);
+
+/* fd was found to be r's file: real calls go there from now on. */
+static struct ring *found_at(struct ring *r, int fd)
+{
+	if (r->unpinned && atomic_load_explicit(&r->real_fd, memory_order_relaxed) != fd)
+		atomic_store_explicit(&r->real_fd, fd, memory_order_relaxed);
+	return r;
 }
 
 struct ring *ring_get(int fd)
@@ -247,18 +301,30 @@ struct ring *ring_get(int fd)
 		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
 			continue;
 		struct ring *got = ring_tryget(r);
-		if (got && got->prog_fd == fd)
-			return got;
-		if (got)
-			ring_put(got);
+		if (!got)
+			continue;
+		/* An unpinned ring's number may have been closed unseen and
+		 * handed out again: the file must still be the ring's. */
+		if (got->prog_fd == fd && (!got->unpinned || same_file(fd, got)))
+			return found_at(got, fd);
+		if (got->prog_fd == fd && !ring_alive(got))
+			ring_release(got);
+		ring_put(got);
 	}
-	/* A dup of a ring fd: ask the kernel whether it is one of our files. */
+	/* A dup of a ring fd: ask the kernel whether it is one of our files
+	 * (any fd mapped shared at offset 0 comes here: one fstat for all the
+	 * unpinned rings, not one each). */
+	struct stat st = {0};
+	int st_ok = -1;
 	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
 		struct ring *got = ring_tryget(r);
-		if (got && same_file(fd, got))
-			return got;
+		if (got && got->unpinned && st_ok < 0)
+			st_ok = !sys_call3(SYS_fstat, fd, (long)&st, 0);
+		if (got && (got->unpinned ? st_ok > 0 && st.st_ino == got->ino && st.st_dev == got->dev
+					  : same_file(fd, got)))
+			return found_at(got, fd);
 		if (got)
 			ring_put(got);
 	}
@@ -271,15 +337,45 @@ struct ring *ring_get_registered(unsigned index)
 	return r ? ring_tryget(r) : NULL;
 }
 
+/*
+ * A registration pins the ring in the kernel, fd or no fd, and liburing
+ * closes the fd right after registering it: an unpinned ring gets bufsel's
+ * fd for as long as the program has it registered, so that bufsel's own
+ * calls still reach it.  When the last registration bufsel saw goes, so does
+ * that fd, and with it the ring if the program has no fd left either.
+ */
+static void reg_pin(struct ring *r)
+{
+	int fd = atomic_load_explicit(&r->real_fd, memory_order_relaxed);
+	if (r->unpinned && r->priv_fd < 0 && same_file(fd, r))
+		r->priv_fd = sys_dupfd_high(fd);
+}
+
+static void reg_unpin(struct ring *r)
+{
+	struct ring *got = ring_tryget(r);
+	if (!got)
+		return;
+	if (got->unpinned && got->priv_fd >= 0) {
+		int fd = got->priv_fd;
+		got->priv_fd = -1;
+		sys_close(fd);
+		if (!ring_alive(got))
+			ring_release(got);
+	}
+	ring_put(got);
+}
+
 void ring_set_registered(unsigned index, struct ring *r)
 {
 	if (index >= REG_RING_MAX)
 		return;
-	if (reg_rings[index])
-		atomic_fetch_sub(&reg_rings[index]->registered, 1);
-	if (r)
-		atomic_fetch_add(&r->registered, 1);
+	struct ring *old = reg_rings[index];
 	reg_rings[index] = r;
+	if (r && atomic_fetch_add(&r->registered, 1) == 0)
+		reg_pin(r);
+	if (old && atomic_fetch_sub(&old->registered, 1) == 1)
+		reg_unpin(old);
 }
 
 /* Drops the table's reference; the ring goes when its last user does. */
@@ -301,6 +397,9 @@ static int ring_alive(struct ring *r)
 	/* The program's fd number is no longer this ring's: a new ring (or any
 	 * file) may get it, and must not be taken for this one. */
 	r->prog_fd = -1;
+	int real = atomic_load_explicit(&r->real_fd, memory_order_relaxed);
+	if (r->unpinned && real >= 0 && real != r->priv_fd && same_file(real, r))
+		return 1;
 	/* A registered index keeps the ring in use without any fd (a thread
 	 * that exits takes its registrations along unseen: such a ring stays). */
 	if (atomic_load(&r->registered) > 0)
@@ -319,8 +418,10 @@ static int ring_alive(struct ring *r)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			int fd = atoi(d->d_name); // NOLINT(cert-err34-c): /proc/self/fd names are fd numbers
-			if (fd != r->priv_fd && fd != dir && same_file(fd, r))
+			if (fd != r->priv_fd && fd != dir && same_file(fd, r)) {
 				alive = 1;
+				found_at(r, fd);
+			}
 		}
 	}
 	sys_close(dir);
@@ -365,6 +466,14 @@ void ring_fd_reused(int fd)
 		}
 		ring_put(got);
 	}
+}
+
+int ring_file_gone(struct ring *r)
+{
+	if (!r->unpinned || ring_alive(r))
+		return 0;	/* a pinned ring lives while bufsel's fd does */
+	ring_release(r);
+	return 1;
 }
 
 void ring_closed(int fd)

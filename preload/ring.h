@@ -68,14 +68,28 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 				 * new ring took that number and only dups are left */
 	unsigned serial;	/* the ring's number in this process, for statistics */
 	unsigned fork_gen;	/* forks before its setup: a child reports only its own */
-	int priv_fd;		/* bufsel's own reference to the same file, high fd */
-	int mem_fd;		/* memfd holding the shadow rings and SQEs */
+	int priv_fd;		/* bufsel's own reference to the same file, high fd;
+				 * -1 on an unpinned ring (see below) */
+	/*
+	 * An unpinned ring: the kernel wrote its rings into bufsel's memory
+	 * (IORING_SETUP_NO_MMAP), so no mapping of bufsel's refers to the file,
+	 * and bufsel keeps no fd of it either: the program's last close releases
+	 * the kernel ring as natively.  The file is known by its inode (every
+	 * ring has its own); real calls go to real_fd, the program's fd a lookup
+	 * last found to be this file.  While the program has it registered
+	 * (IORING_REGISTER_RING_FDS) bufsel pins it in priv_fd, as the
+	 * registration pins it in the kernel.
+	 */
+	int unpinned;
+	atomic_int real_fd;
+	unsigned long ino, dev;
 	unsigned setup_flags;
 	unsigned features;
 
 	struct shadow sh;	/* bufsel's mapping of the shadow */
 
-	/* The real ring, as mapped by bufsel. */
+	/* The real ring, as mapped by bufsel (or bufsel's memory the kernel
+	 * uses for it, on an unpinned ring). */
 	void *real_sq_map, *real_cq_map, *real_sqes_map;
 	size_t real_sq_len, real_cq_len, real_sqes_len;
 	_Atomic unsigned *rsq_head, *rsq_tail, *rsq_flags, *rsq_array;
@@ -150,9 +164,21 @@ struct ring *ring_get(int fd);			/* by fd (or a dup of it); takes a ref */
 struct ring *ring_get_registered(unsigned index);
 void ring_put(struct ring *r);
 void ring_set_registered(unsigned index, struct ring *r);
-int ring_is_fd(int fd);
+int ring_is_fd(int fd);				/* cheap: is fd some ring's prog_fd? */
 int ring_owns_fd(int fd);			/* one of bufsel's private fds? */
-int ring_next_owned_fd(unsigned lo, unsigned hi);	/* lowest private fd in [lo, hi], or -1 */				/* cheap: is fd some ring's prog_fd? */
+int ring_next_owned_fd(unsigned lo, unsigned hi);	/* lowest private fd in [lo, hi], or -1 */
+/* The fd bufsel's own io_uring_enter/register calls on r go to. */
+static inline int ring_fd(struct ring *r)
+{
+	return r->priv_fd >= 0 ? r->priv_fd : atomic_load_explicit(&r->real_fd, memory_order_relaxed);
+}
+/* Fills ino/dev from fd and tells whether the ring can go unpinned (its
+ * file has an inode of its own): 1, or 0. */
+int ring_identify(struct ring *r, int fd);
+/* A real call on r failed with -EBADF or -EOPNOTSUPP, or a poll saw POLLNVAL:
+ * the program's fd may have been closed unseen.  Finds another fd of the
+ * file or releases the ring; returns 1 if it is gone. */
+int ring_file_gone(struct ring *r);
 void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_fd_reused(int fd);			/* the kernel gave fd to a new ring */

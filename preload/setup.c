@@ -5,6 +5,11 @@
  * the same sizes and hands the program offsets into it.  Rings whose setup
  * flags change the memory layout or completion model in ways the shadow does
  * not model are left to the kernel untouched.
+ *
+ * Where the kernel takes ring memory from user space (IORING_SETUP_NO_MMAP,
+ * 6.5), the real ring lives in bufsel's memory and bufsel keeps no fd of it:
+ * nothing of bufsel's holds the ring's file, so the program's last close,
+ * seen or not, releases the kernel ring as natively (ring.h, "unpinned").
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +51,126 @@ static long setup_forward(const long a[6])
 	return fd;
 }
 
+/* bufsel's memory for the kernel's rings and SQEs (IORING_SETUP_NO_MMAP). */
+struct real_mem {
+	void *rings, *sqes;
+	size_t rings_len, sqes_len;
+};
+
+static size_t page_up(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
+
+static unsigned pow2_up(unsigned n)
+{
+	unsigned v = 1;
+	while (v < n)
+		v <<= 1;
+	return v;
+}
+
+/*
+ * Sizes as the kernel computes them (io_uring_fill_params, rings_size), with
+ * a page to spare for the rings' header.  Parameters the kernel would refuse
+ * get no memory: the setup then goes the ordinary way and fails as natively.
+ */
+static int real_mem_alloc(unsigned entries, const struct io_uring_params *p, struct real_mem *m)
+{
+	int clamp = p->flags & IORING_SETUP_CLAMP;
+	if (!entries || (entries > 32768 && !clamp))
+		return -EINVAL;
+	unsigned sq = pow2_up(entries > 32768 ? 32768 : entries), cq = 2 * sq;
+	if (p->flags & IORING_SETUP_CQSIZE) {
+		if (!p->cq_entries || (p->cq_entries > 65536 && !clamp))
+			return -EINVAL;
+		cq = pow2_up(p->cq_entries > 65536 ? 65536 : p->cq_entries);
+		if (cq < sq)
+			return -EINVAL;
+	}
+	m->rings_len = page_up(4096 + (size_t)cq * sizeof(struct io_uring_cqe) + (size_t)sq * sizeof(unsigned));
+	m->sqes_len = page_up((size_t)sq * sizeof(struct io_uring_sqe));
+	m->rings = sys_mmap(NULL, m->rings_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sys_is_err((long)m->rings))
+		return (int)(long)m->rings;
+	m->sqes = sys_mmap(NULL, m->sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sys_is_err((long)m->sqes)) {
+		sys_munmap(m->rings, m->rings_len);
+		return (int)(long)m->sqes;
+	}
+	return 0;
+}
+
+static void real_mem_free(struct real_mem *m)
+{
+	if (m->rings)
+		sys_munmap(m->rings, m->rings_len);
+	if (m->sqes)
+		sys_munmap(m->sqes, m->sqes_len);
+	*m = (struct real_mem){0};
+}
+
+/*
+ * The kernel's ring in bufsel's memory if it takes it, else as the program
+ * asked.  *p comes back as the kernel filled it, less what NO_MMAP changed.
+ * SQPOLL rings keep the ordinary way: their completion mover polls bufsel's
+ * own fd of the ring.
+ */
+static long setup_real(unsigned entries, struct io_uring_params *p, struct real_mem *m)
+{
+	struct io_uring_params kp = *p;
+	*m = (struct real_mem){0};
+	if (!(p->flags & IORING_SETUP_SQPOLL) && !real_mem_alloc(entries, p, m)) {
+		kp.flags |= IORING_SETUP_NO_MMAP;
+		kp.cq_off.resv2 = (uintptr_t)m->rings;	/* user_addr in 6.5 headers */
+		kp.sq_off.resv2 = (uintptr_t)m->sqes;
+		long fd = sys_call3(__NR_io_uring_setup, entries, (long)&kp, 0);
+		if (fd >= 0) {
+			kp.flags = p->flags;
+			kp.cq_off.resv2 = kp.sq_off.resv2 = 0;
+			*p = kp;
+			return fd;
+		}
+		real_mem_free(m);
+		kp = *p;
+	}
+	long fd = sys_call3(__NR_io_uring_setup, entries, (long)&kp, 0);
+	*p = kp;
+	return fd;
+}
+
+static void point_real(struct ring *r, const struct io_uring_params *p, char *s, char *c, void *sqes)
+{
+	r->rsq_head = (void *)(s + p->sq_off.head);
+	r->rsq_tail = (void *)(s + p->sq_off.tail);
+	r->rsq_flags = (void *)(s + p->sq_off.flags);
+	/* Without an array the kernel takes slot head & mask, which is where
+	 * bufsel puts every SQE anyway. */
+	r->rsq_array = p->flags & IORING_SETUP_NO_SQARRAY ? NULL : (void *)(s + p->sq_off.array);
+	r->rsq_mask = *(unsigned *)(s + p->sq_off.ring_mask);
+	r->rsq_entries = *(unsigned *)(s + p->sq_off.ring_entries);
+	r->rcq_head = (void *)(c + p->cq_off.head);
+	r->rcq_tail = (void *)(c + p->cq_off.tail);
+	r->rcq_overflow = (void *)(c + p->cq_off.overflow);
+	r->rcq_flags = p->cq_off.flags ? (void *)(c + p->cq_off.flags) : NULL;
+	r->rcq_taken = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
+	r->rcq_mask = *(unsigned *)(c + p->cq_off.ring_mask);
+	r->rcq_entries = *(unsigned *)(c + p->cq_off.ring_entries);
+	r->rcqes = (void *)(c + p->cq_off.cqes);
+	r->rsqes = sqes;
+}
+
+/* The ring's memory is bufsel's: the ring takes it over (freed at teardown). */
+static void adopt_real(struct ring *r, const struct io_uring_params *p, struct real_mem *m)
+{
+	r->real_sq_map = r->real_cq_map = m->rings;
+	r->real_sq_len = r->real_cq_len = m->rings_len;
+	r->real_sqes_map = m->sqes;
+	r->real_sqes_len = m->sqes_len;
+	point_real(r, p, m->rings, m->rings, m->sqes);
+	*m = (struct real_mem){0};
+}
+
 static int map_real(struct ring *r, const struct io_uring_params *p)
 {
 	size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
@@ -75,50 +200,62 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 		return (int)(long)sqes;
 	r->real_sqes_map = sqes;
 
-	char *s = sq, *c = cq;
-	r->rsq_head = (void *)(s + p->sq_off.head);
-	r->rsq_tail = (void *)(s + p->sq_off.tail);
-	r->rsq_flags = (void *)(s + p->sq_off.flags);
-	/* Without an array the kernel takes slot head & mask, which is where
-	 * bufsel puts every SQE anyway. */
-	r->rsq_array = p->flags & IORING_SETUP_NO_SQARRAY ? NULL : (void *)(s + p->sq_off.array);
-	r->rsq_mask = *(unsigned *)(s + p->sq_off.ring_mask);
-	r->rsq_entries = *(unsigned *)(s + p->sq_off.ring_entries);
-	r->rcq_head = (void *)(c + p->cq_off.head);
-	r->rcq_tail = (void *)(c + p->cq_off.tail);
-	r->rcq_overflow = (void *)(c + p->cq_off.overflow);
-	r->rcq_flags = p->cq_off.flags ? (void *)(c + p->cq_off.flags) : NULL;
-	r->rcq_taken = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
-	r->rcq_mask = *(unsigned *)(c + p->cq_off.ring_mask);
-	r->rcq_entries = *(unsigned *)(c + p->cq_off.ring_entries);
-	r->rcqes = (void *)(c + p->cq_off.cqes);
-	r->rsqes = sqes;
+	point_real(r, p, sq, cq, sqes);
 	return 0;
 }
 
+/*
+ * The shadow lives in a memfd that bufsel maps once and then closes: the
+ * program's mappings of it are made from bufsel's (map_shadow_part), so no
+ * fd of bufsel's has to sit at a high number, which would make every walk of
+ * the process's fd table (ring_alive's) as long as that number.
+ */
 static int map_shadow(struct ring *r, const struct io_uring_params *p)
 {
 	struct shadow_layout lay;
 	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
 	lay.no_sqarray = !!(p->flags & IORING_SETUP_NO_SQARRAY);
-	int low = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
-	if (low < 0)
-		return low;
-	r->mem_fd = sys_dupfd_high(low);
-	sys_close(low);
-	if (r->mem_fd < 0)
-		return r->mem_fd;
-	long err = sys_call3(SYS_ftruncate, r->mem_fd, (long)lay.total_len, 0);
+	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
+	if (mfd < 0)
+		return mfd;
+	long err = sys_call3(SYS_ftruncate, mfd, (long)lay.total_len, 0);
+	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
+					  MAP_SHARED | MAP_POPULATE, mfd, 0);
+	sys_close(mfd);
 	if (err)
 		return (int)err;
-	void *mem = sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-			     r->mem_fd, 0);
 	if (sys_is_err((long)mem))
 		return (int)(long)mem;
 	r->sh.sq_entries = p->sq_entries;
 	r->sh.cq_entries = p->cq_entries;
 	shadow_attach(&r->sh, &lay, mem);
 	return 0;
+}
+
+/* Another mapping of the same shadow pages (mremap of a shared mapping with
+ * an old size of 0), where and as the program asked. */
+static long map_shadow_part(struct ring *r, void *addr, size_t len, int prot, int flags, size_t memoff)
+{
+	long src = (long)r->sh.mem + (long)memoff;
+	long m;
+	if (flags & MAP_FIXED)
+		m = sys_call6(SYS_mremap, src, 0, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED, (long)addr, 0);
+	else
+		m = sys_call6(SYS_mremap, src, 0, (long)len, MREMAP_MAYMOVE, 0, 0);
+	if (sys_is_err(m))
+		return m;
+	if ((flags & MAP_FIXED_NOREPLACE) && addr && m != (long)addr) {
+		sys_munmap((void *)m, len);
+		return -EEXIST;
+	}
+	if (prot != (PROT_READ | PROT_WRITE)) {
+		long err = sys_call3(SYS_mprotect, m, (long)len, prot);
+		if (err) {
+			sys_munmap((void *)m, len);
+			return err;
+		}
+	}
+	return m;
 }
 
 long emu_setup(const long a[6])
@@ -141,7 +278,8 @@ long emu_setup(const long a[6])
 	/* Rings the program closed with an unseen close() go before a new one. */
 	ring_sweep();
 
-	long fd = sys_call3(__NR_io_uring_setup, a[0], (long)&p, 0);
+	struct real_mem m;
+	long fd = setup_real((unsigned)a[0], &p, &m);
 	if (fd < 0)
 		return fd;
 	ring_fd_reused((int)fd);
@@ -150,6 +288,7 @@ long emu_setup(const long a[6])
 		log_warn("ring fd %ld: more than %d rings alive, passed through to the kernel", fd,
 			 RING_SLOTS);
 		sys_close((int)fd);
+		real_mem_free(&m);
 		return setup_forward(a);
 	}
 	r->prog_fd = (int)fd;
@@ -157,8 +296,16 @@ long emu_setup(const long a[6])
 	r->fork_gen = stats_fork_gen();
 	r->setup_flags = p.flags;
 	r->features = p.features;
-	int err = (r->priv_fd = sys_dupfd_high((int)fd)) < 0 ? r->priv_fd : 0;
-	if (!err)
+	int err = 0, own_mem = m.rings != NULL;
+	if (own_mem) {
+		adopt_real(r, &p, &m);
+		/* Told apart by its inode, the ring needs no fd of bufsel's. */
+		r->unpinned = ring_identify(r, (int)fd);
+		atomic_store(&r->real_fd, (int)fd);
+	}
+	if (!r->unpinned && (r->priv_fd = sys_dupfd_high((int)fd)) < 0)
+		err = r->priv_fd;
+	if (!err && !r->real_sq_map)
 		err = map_real(r, &p);
 	if (!err)
 		err = map_shadow(r, &p);
@@ -171,6 +318,12 @@ long emu_setup(const long a[6])
 		log_warn("ring fd %ld: no room for a shadow (%s): passed through to the kernel", fd,
 			 strerror(-err));
 		ring_abandon(r);
+		if (own_mem) {
+			/* Its rings were bufsel's memory, gone with the shadow: the
+			 * program gets one it can map. */
+			sys_close((int)fd);
+			return setup_forward(a);
+		}
 		p.features = compat_features(p.features);
 		if (copy_to_prog(up, &p, sizeof(p))) {
 			sys_close((int)fd);
@@ -214,7 +367,7 @@ long emu_mmap(const long a[6])
 		return sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
 	long ret = shadow_map_offset(&r->sh.lay, off, len, &memoff);
 	if (!ret)
-		ret = (long)sys_mmap((void *)a[0], len, (int)a[2], (int)a[3], r->mem_fd, (off_t)memoff);
+		ret = map_shadow_part(r, (void *)a[0], len, (int)a[2], (int)a[3], memoff);
 	ring_put(r);
 	return ret;
 }

@@ -106,6 +106,7 @@
 	X(fault_limits, 20, true, false) /* 5.6 lacks IORING_OP_SOCKET: 5.19 */ \
 	X(fault_alloc, 30, true, true)         \
 	X(fault_close, 30, true, false) /* 5.6 lacks registered ring fds: 5.18 */ \
+	X(inline_close, 15, true, true)        \
 	X(fault_args, 20, true, false)         \
 	X(resize_rings, 10, true, true)        \
 	X(compat_kernel, 10, true, false)      \
@@ -428,6 +429,13 @@ PROGRAMS(SUITE_TESTS)
 Test(passthrough, nop_batch, .timeout = 30)
 {
 	check_against_native("nop_batch", PASSTHROUGH);
+}
+
+/* Passthrough keeps no fd or mapping of a ring either: its unseen close
+ * releases it. */
+Test(passthrough, inline_close, .timeout = 40)
+{
+	check_against_native("inline_close", PASSTHROUGH);
 }
 
 /*
