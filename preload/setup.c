@@ -7,10 +7,13 @@
  * not model are left to the kernel untouched.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/io_uring.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "preload/emulate.h"
@@ -87,6 +90,41 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 	return 0;
 }
 
+static int sigxfsz_pending(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sys_call3(SYS_rt_sigpending, (long)&set, 8, 0);
+	return sigismember(&set, SIGXFSZ);
+}
+
+/*
+ * Sizes the shadow memfd.  A memfd counts against RLIMIT_FSIZE, and growing
+ * it past the limit raises SIGXFSZ, which kills a program whose native
+ * io_uring_setup succeeds: below the limit the ring is left to the kernel
+ * (-EFBIG, no signal).  SIGXFSZ is blocked around the ftruncate, for a limit
+ * lowered meanwhile, and one it raised is taken back.
+ */
+static long size_memfd(int fd, size_t len)
+{
+	struct rlimit rl;
+	if (!sys_call6(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&rl, 0, 0) &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < len)
+		return -EFBIG;
+	sigset_t xfsz, old;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	int was_pending = sigxfsz_pending();
+	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&xfsz, (long)&old, 8, 0, 0);
+	long err = sys_call3(SYS_ftruncate, fd, (long)len, 0);
+	if (err && !was_pending && sigxfsz_pending()) {
+		struct timespec zero = { 0, 0 };
+		sys_call6(SYS_rt_sigtimedwait, (long)&xfsz, 0, (long)&zero, 8, 0, 0);
+	}
+	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	return err;
+}
+
 static int map_shadow(struct ring *r, const struct io_uring_params *p)
 {
 	struct shadow_layout lay;
@@ -99,7 +137,7 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	sys_close(low);
 	if (r->mem_fd < 0)
 		return r->mem_fd;
-	long err = sys_call3(SYS_ftruncate, r->mem_fd, (long)lay.total_len, 0);
+	long err = size_memfd(r->mem_fd, lay.total_len);
 	if (err)
 		return (int)err;
 	void *mem = sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
