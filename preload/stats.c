@@ -224,7 +224,7 @@ static void escape(char *dst, size_t len, const char *s)
 
 static void report(const char *path, const char *what, int err)
 {
-	char q[CONF_PATH_MAX + 64];
+	char q[512];	/* a message, not the path: a long one is cut with "..." */
 	escape(q, sizeof(q), path);
 	log_warn("stats: %s: %s%s%s; no statistics written", q, what, err ? ": " : "",
 		 err ? strerror(-err) : "");
