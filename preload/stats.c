@@ -375,9 +375,11 @@ void stats_write(void)
 static void on_sigusr2(int sig)
 {
 	(void)sig;
+	struct out saved = out;	/* the exit report this signal may have interrupted */
 	in_signal = 1;
 	write_all();
 	in_signal = 0;
+	out = saved;
 }
 
 void stats_init(void)
