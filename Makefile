@@ -110,6 +110,12 @@ $(B)/test/integration/faults: test/integration/faults.c test/integration/harness
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
 
+# Safe to load into any process (docs/security.md): the statistics file's
+# hostile targets, host limits, a setuid program run by an unprivileged user.
+$(B)/test/integration/security: test/integration/security.c test/integration/harness.c test/integration/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< test/integration/harness.c -lcriterion -lpthread
+
 # bufsel ab on real programs: the arms' environments, the ratios, the pool
 # statistics, failures and bad command lines; reads the JSON with launcher/json.c.
 $(B)/test/integration/ab: test/integration/ab.c test/integration/harness.c test/integration/harness.h \
@@ -119,7 +125,7 @@ $(B)/test/integration/ab: test/integration/ab.c test/integration/harness.c test/
 
 INTEGRATION_BINS := $(B)/test/integration/compare $(B)/test/integration/emulated \
 	$(B)/test/integration/policy $(B)/test/integration/report $(B)/test/integration/ab \
-	$(B)/test/integration/faults
+	$(B)/test/integration/faults $(B)/test/integration/security
 
 test: all $(PROG_BINS) $(UNIT_BINS) $(INTEGRATION_BINS)
 	@sh test/run-all.sh $(B)
@@ -128,7 +134,8 @@ integration: all $(PROG_BINS) $(INTEGRATION_BINS)
 	BUFSEL_BUILD=$(B) $(B)/test/integration/compare && BUFSEL_BUILD=$(B) $(B)/test/integration/emulated && \
 		BUFSEL_BUILD=$(B) $(B)/test/integration/policy && BUFSEL_BUILD=$(B) $(B)/test/integration/report && \
 		BUFSEL_BUILD=$(B) $(B)/test/integration/ab && \
-		BUFSEL_BUILD=$(B) $(B)/test/integration/faults
+		BUFSEL_BUILD=$(B) $(B)/test/integration/faults && \
+		BUFSEL_BUILD=$(B) $(B)/test/integration/security
 
 # The same tests with the library, the programs and the tests built with
 # ASan+UBSan; a sanitizer report makes the reporting process fail its test.

@@ -23,11 +23,15 @@ struct conf_sink {
 	char *buf;
 	size_t len, used;
 	int count;
+	/* Secure-execution mode: messages quote no byte of the file's lines. */
+	int hide;
 };
 
 void conf_sink_init(struct conf_sink *s, char *buf, size_t len);
 /* Appends "bufsel: " fmt "\n" and counts one problem. */
 void conf_problem(struct conf_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends "bufsel: " fmt "\n" without counting: a warning, the load goes on. */
+void conf_warning(struct conf_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends fmt to a buffer, keeping it NUL-terminated; *used grows by what was wanted, capped. */
 void conf_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -80,6 +84,9 @@ void conf_groups_resolve(struct bufsel_conf *c);
 /* conf_load() with the system-wide file at system_file (tests use a temporary one). */
 int conf_load_at(struct bufsel_conf *out, char *const *envp, const char *system_file, char *err,
 		 size_t errlen);
+/* conf_load_at() with secure-execution mode given rather than asked of the auxv. */
+int conf_load_mode(struct bufsel_conf *out, char *const *envp, const char *system_file, int secure,
+		   char *err, size_t errlen);
 /* conf_load() with the file's text given rather than read (the fuzz harness). */
 int conf_load_text(struct bufsel_conf *out, char *const *envp, const char *name, const char *text,
 		   size_t len, char *err, size_t errlen);

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,12 +61,19 @@ static void load_env(struct bufsel_conf *c, char *const *envp, struct conf_sink 
 	}
 }
 
+/* How a file is to be read. */
+enum {
+	FILE_NAMED,	/* named by BUFSEL_CONF or --conf: any failure is an error */
+	FILE_DEFAULT,	/* the user's or the system's: missing is none, unreadable a warning */
+	FILE_SECURE,	/* secure mode's system file: root's, or skipped with a warning */
+};
+
 /*
  * Reads path into text (CONF_FILE_MAX + 1 bytes, so a longer file shows).
- * Returns 0, 1 when optional and the file does not exist, -1 after
- * reporting a problem.
+ * Returns 0, 1 when the file is to be taken as absent (a default file
+ * missing, or skipped after a warning), -1 after reporting a problem.
  */
-static int read_file(const char *path, int optional, const char *named_by, char *text, size_t *len,
+static int read_file(const char *path, int how, const char *named_by, char *text, size_t *len,
 		     struct conf_sink *s)
 {
 	char q[CONF_QUOTE_NAME + 4];
@@ -75,10 +83,15 @@ static int read_file(const char *path, int optional, const char *named_by, char 
 
 	conf_quote(q, sizeof(q), path, strlen(path), CONF_QUOTE_NAME);
 	/* O_NONBLOCK: opening a FIFO must not hang the program before main. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	int fd = open(path, flags | (how == FILE_SECURE ? O_NOFOLLOW : 0));
 	if (fd < 0) {
-		if (optional && (errno == ENOENT || errno == ENOTDIR))
+		if (how != FILE_NAMED && (errno == ENOENT || errno == ENOTDIR))
 			return 1;
+		if (how != FILE_NAMED) {
+			conf_warning(s, "%s: cannot open: %s; read as if absent", q, strerror(errno));
+			return 1;
+		}
 		conf_problem(s, "%s: cannot open: %s%s", q, strerror(errno), named_by);
 		return -1;
 	}
@@ -89,6 +102,12 @@ static int read_file(const char *path, int optional, const char *named_by, char 
 	/* A pipe would be drained by the launcher and read empty by the program. */
 	if (!S_ISREG(st.st_mode)) {
 		conf_problem(s, "%s: not a regular file%s", q, named_by);
+		goto out;
+	}
+	/* In a privileged process only root's own, unshared file is trusted. */
+	if (how == FILE_SECURE && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		conf_warning(s, "%s: not owned by root or writable by others: ignored in secure-execution mode", q);
+		ret = 1;
 		goto out;
 	}
 	for (;;) {
@@ -141,12 +160,25 @@ static void user_file(char *const *envp, char *path, size_t len, struct conf_sin
 static void load_file(struct bufsel_conf *c, char *const *envp, const char *system_file,
 		      struct conf_sink *s)
 {
-	char text[CONF_FILE_MAX + 1];
-	const char *named = env_get(envp, "BUFSEL_CONF");
+	/* Static: 64 KiB is too much stack for a constructor (a program may run
+	 * with ulimit -s 64); the load runs once, before any thread. */
+	static char text[CONF_FILE_MAX + 1];
+	const char *named = c->secure ? NULL : env_get(envp, "BUFSEL_CONF");
 	size_t len = 0;
 	int r;
 
-	if (named) {
+	if (c->secure) {
+		r = 1;
+		if (strlen(system_file) < sizeof(c->file)) {
+			strcpy(c->file, system_file); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
+			c->file_origin = CONF_FILE_SYSTEM;
+			r = read_file(c->file, FILE_SECURE, "", text, &len, s);
+		}
+		if (r == 1) {
+			c->file[0] = '\0';
+			c->file_origin = CONF_FILE_NONE;
+		}
+	} else if (named) {
 		if (!*named)
 			return;
 		if (strlen(named) >= sizeof(c->file)) {
@@ -157,15 +189,15 @@ static void load_file(struct bufsel_conf *c, char *const *envp, const char *syst
 		}
 		strcpy(c->file, named); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
 		c->file_origin = CONF_FILE_ENV;
-		r = read_file(c->file, 0, " (named by BUFSEL_CONF)", text, &len, s);
+		r = read_file(c->file, FILE_NAMED, " (named by BUFSEL_CONF)", text, &len, s);
 	} else {
 		user_file(envp, c->file, sizeof(c->file), s);
 		c->file_origin = CONF_FILE_USER;
-		r = c->file[0] ? read_file(c->file, 1, "", text, &len, s) : 1;
+		r = c->file[0] ? read_file(c->file, FILE_DEFAULT, "", text, &len, s) : 1;
 		if (r == 1 && strlen(system_file) < sizeof(c->file)) {
 			strcpy(c->file, system_file); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
 			c->file_origin = CONF_FILE_SYSTEM;
-			r = read_file(c->file, 1, "", text, &len, s);
+			r = read_file(c->file, FILE_DEFAULT, "", text, &len, s);
 		}
 		if (r == 1) {
 			c->file[0] = '\0';
@@ -176,17 +208,26 @@ static void load_file(struct bufsel_conf *c, char *const *envp, const char *syst
 		conf_parse_text(c, c->file, text, len, s);
 }
 
-int conf_load_at(struct bufsel_conf *out, char *const *envp, const char *system_file, char *err,
-		 size_t errlen)
+int conf_load_mode(struct bufsel_conf *out, char *const *envp, const char *system_file, int secure,
+		   char *err, size_t errlen)
 {
 	struct conf_sink s;
 
 	conf_sink_init(&s, err, errlen);
 	conf_defaults(out);
+	out->secure = !!secure;
+	s.hide = out->secure;
 	load_file(out, envp, system_file, &s);
-	load_env(out, envp, &s);
+	if (!out->secure)
+		load_env(out, envp, &s);
 	conf_groups_resolve(out);
 	return s.count;
+}
+
+int conf_load_at(struct bufsel_conf *out, char *const *envp, const char *system_file, char *err,
+		 size_t errlen)
+{
+	return conf_load_mode(out, envp, system_file, getauxval(AT_SECURE) != 0, err, errlen);
 }
 
 int conf_load(struct bufsel_conf *out, char *const *envp, char *err, size_t errlen)

@@ -44,7 +44,7 @@ enum bufsel_log_level { BUFSEL_LOG_ERROR, BUFSEL_LOG_WARN, BUFSEL_LOG_INFO, BUFS
 
 /* Group ids that may have settings of their own; more is a configuration error. */
 #define CONF_MAX_GROUPS 256
-/* The largest configuration file read, in bytes (it is read onto the stack). */
+/* The largest configuration file read, in bytes (into a static buffer). */
 #define CONF_FILE_MAX 65536
 /* Room for a path: the stats path and the file's name are shorter. */
 #define CONF_PATH_MAX 4096
@@ -98,6 +98,8 @@ struct bufsel_conf {
 	int patch;
 	/* Fault injection: the Nth of bufsel's own allocations fails; 0: none. */
 	uint32_t fail_alloc;
+	/* Secure-execution mode (AT_SECURE): nothing was taken from the environment. */
+	int secure;
 
 	/* Groups without settings of their own (conf_group_get() chooses). */
 	struct conf_group all;
@@ -142,12 +144,17 @@ extern const size_t conf_option_count;
  * Reads the configuration file and the BUFSEL_* variables of envp into out.
  * The file is BUFSEL_CONF when set (empty: no file), else the first that
  * exists of $XDG_CONFIG_HOME/bufsel/bufsel.conf (or, with XDG_CONFIG_HOME
- * unset, $HOME/.config/bufsel/bufsel.conf) and /etc/bufsel.conf.
+ * unset, $HOME/.config/bufsel/bufsel.conf) and /etc/bufsel.conf; a
+ * default file that cannot be read is skipped with a warning.  In
+ * secure-execution mode (AT_SECURE) only a root-owned /etc/bufsel.conf is
+ * read and envp is not looked at.
  *
  * Returns 0, or the number of problems found; each is one line in err,
  * "bufsel: FILE:LINE: KEY: problem" or "bufsel: BUFSEL_X: problem",
  * newline-terminated, the whole truncated to errlen.  Unknown keys and
  * unknown BUFSEL_* variables are problems, so a typo never passes silently.
+ * Warnings (a skipped file) are lines in err too, not counted: with a 0
+ * return err may still hold some, for the caller to print.
  */
 int conf_load(struct bufsel_conf *out, char *const *envp, char *err, size_t errlen);
 

@@ -19,6 +19,7 @@ void conf_sink_init(struct conf_sink *s, char *buf, size_t len)
 	s->len = len;
 	s->used = 0;
 	s->count = 0;
+	s->hide = 0;
 	if (len)
 		buf[0] = '\0';
 }
@@ -53,6 +54,16 @@ void conf_problem(struct conf_sink *s, const char *fmt, ...)
 	va_end(ap);
 	conf_append(s->buf, s->len, &s->used, "\n");
 	s->count++;
+}
+
+void conf_warning(struct conf_sink *s, const char *fmt, ...)
+{
+	va_list ap;
+	conf_append(s->buf, s->len, &s->used, "bufsel: ");
+	va_start(ap, fmt);
+	vappend(s->buf, s->len, &s->used, fmt, ap);
+	va_end(ap);
+	conf_append(s->buf, s->len, &s->used, "\n");
 }
 
 void conf_quote(char *dst, size_t dstlen, const char *s, size_t n, size_t max)
@@ -254,6 +265,10 @@ void conf_apply(struct bufsel_conf *c, const struct conf_ref *r, const char *val
 	*src = from;
 	/* Lengths are checked first so that no parser ever sees a huge string. */
 	if (vlen >= CONF_PATH_MAX || o->parse(dst, val)) {
+		if (s->hide) {
+			conf_problem(s, "%s: the value is not %s", where, o->expect);
+			return;
+		}
 		conf_quote(q, sizeof(q), val, vlen, CONF_QUOTE_VALUE);
 		conf_problem(s, "%s: '%s' is not %s", where, q, o->expect);
 	}
@@ -286,6 +301,10 @@ static void parse_line(struct bufsel_conf *c, const char *name, uint32_t lineno,
 	size_t klen = eq ? (size_t)(eq - p) : 0;
 	while (klen && blank(p[klen - 1]))
 		klen--;
+	if (!klen && s->hide) {
+		conf_problem(s, "%s:%u: not 'key = value', a '#' comment or blank", name, lineno);
+		return;
+	}
 	if (!klen) {
 		conf_quote(q, sizeof(q), p, n, CONF_QUOTE_VALUE);
 		conf_problem(s, "%s:%u: '%s' is not 'key = value', a '#' comment or blank", name, lineno, q);
@@ -301,7 +320,11 @@ static void parse_line(struct bufsel_conf *c, const char *name, uint32_t lineno,
 	if (klen >= CONF_KEY_MAX || conf_key_resolve(p, klen, &r, why, sizeof(why))) {
 		if (klen >= CONF_KEY_MAX)
 			conf_key_resolve("", 0, &r, why, sizeof(why));
-		conf_problem(s, "%s: %s", where, why);
+		/* Not a known key: in secure mode, not even its bytes are quoted. */
+		if (s->hide)
+			conf_problem(s, "%s:%u: unknown key", name, lineno);
+		else
+			conf_problem(s, "%s: %s", where, why);
 		return;
 	}
 	/* A value too long for any key is reported as a bad value, unparsed. */

@@ -259,6 +259,8 @@ static noreturn void check_conf(const char *file)
 		fputs(err, stderr);
 		exit(EXIT_CONFIG);
 	}
+	if (conf.log >= BUFSEL_LOG_WARN)
+		fputs(err, stderr);	/* warnings only, if any */
 	printf("bufsel: configuration OK\n");
 	if (conf.log >= BUFSEL_LOG_INFO)
 		conf_show(&conf, print_setting, NULL);

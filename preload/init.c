@@ -54,11 +54,18 @@ static void report_compat(const char *kind, const char *name, unsigned since)
 
 __attribute__((constructor)) static void bufsel_init(void)
 {
-	char err[4096];
+	/* Static: the constructor runs once, before any thread, and a program
+	 * may run with a small stack (ulimit -s 64). */
+	static char err[4096];
 	if (conf_load(&bufsel.conf, environ, err, sizeof(err))) {
 		sys_write(2, err, strlen(err));
 		_exit(1);
 	}
+	if (err[0] && bufsel_log_on(BUFSEL_LOG_WARN))
+		sys_write(2, err, strlen(err));	/* warnings: a default file skipped */
+	if (bufsel.conf.secure)
+		log_info("secure-execution mode: no BUFSEL_* variable, BUFSEL_CONF, XDG_CONFIG_HOME or HOME "
+			 "is read; only a root-owned %s", bufsel.conf.file[0] ? bufsel.conf.file : "/etc/bufsel.conf (absent)");
 	heap_inject(bufsel.conf.fail_alloc, report_fail_alloc);
 	compat_init(&bufsel.conf, report_compat);
 	signals_init();
@@ -73,7 +80,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 	if (valgrind_running()) {
 		log_warn("running under valgrind: no seccomp filter, only io_uring calls made through libc "
 			 "syscall() and mmap are intercepted");
-	} else if (valgrind_launcher()) {
+	} else if (!bufsel.conf.secure && valgrind_launcher()) {
 		log_info("VALGRIND_LIB is set (valgrind's launcher): no seccomp filter, which the tool process "
 			 "would inherit");
 	} else {

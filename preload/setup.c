@@ -12,10 +12,13 @@
  * seen or not, releases the kernel ring as natively (ring.h, "unpinned").
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/io_uring.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "preload/compat.h"
@@ -204,6 +207,41 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 	return 0;
 }
 
+static int sigxfsz_pending(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sys_call3(SYS_rt_sigpending, (long)&set, 8, 0);
+	return sigismember(&set, SIGXFSZ);
+}
+
+/*
+ * Sizes the shadow memfd.  A memfd counts against RLIMIT_FSIZE, and growing
+ * it past the limit raises SIGXFSZ, which kills a program whose native
+ * io_uring_setup succeeds: below the limit the ring is left to the kernel
+ * (-EFBIG, no signal).  SIGXFSZ is blocked around the ftruncate, for a limit
+ * lowered meanwhile, and one it raised is taken back.
+ */
+static long size_memfd(int fd, size_t len)
+{
+	struct rlimit rl;
+	if (!sys_call6(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&rl, 0, 0) &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < len)
+		return -EFBIG;
+	sigset_t xfsz, old;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	int was_pending = sigxfsz_pending();
+	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&xfsz, (long)&old, 8, 0, 0);
+	long err = sys_call3(SYS_ftruncate, fd, (long)len, 0);
+	if (err && !was_pending && sigxfsz_pending()) {
+		struct timespec zero = { 0, 0 };
+		sys_call6(SYS_rt_sigtimedwait, (long)&xfsz, 0, (long)&zero, 8, 0, 0);
+	}
+	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	return err;
+}
+
 /*
  * The shadow lives in a memfd that bufsel maps once and then closes: the
  * program's mappings of it are made from bufsel's (map_shadow_part), so no
@@ -218,7 +256,7 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
 	if (mfd < 0)
 		return mfd;
-	long err = sys_call3(SYS_ftruncate, mfd, (long)lay.total_len, 0);
+	long err = size_memfd(mfd, lay.total_len);
 	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_POPULATE, mfd, 0);
 	sys_close(mfd);

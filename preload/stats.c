@@ -1,14 +1,29 @@
+/*
+ * Buffer-pool statistics: at exit, and on SIGUSR2, to stderr ("-") or to a
+ * file (BUFSEL_STATS).  The file is the host's business only as far as the
+ * user asked: it is written to a fresh temporary file beside it (created
+ * O_EXCL|O_NOFOLLOW, mode 0600) and renamed over it, so a reader never sees
+ * half of it; an existing target that is not a regular file (a symbolic
+ * link, a FIFO, a device, a directory) is refused, so nothing is followed
+ * and nothing blocks; the file-size limit is kept to by bufsel itself and
+ * SIGXFSZ is blocked around the writes, so no signal reaches the host; any
+ * failure is one "bufsel:" line, and the host's exit status and output are
+ * left alone.
+ */
 #define _GNU_SOURCE
 #include "preload/stats.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "pool/pool.h"
+#include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
@@ -78,7 +93,8 @@ void stats_ring_closed(struct ring *r)
 	/* What the ring would print: measure, then render into one block. */
 	size_t n = to_stderr() ? pool_stats_table(r->pool, NULL, 0)
 			       : pool_stats_json(r->pool, r->serial, NULL, 0);
-	struct closed_ring *c = malloc(sizeof(*c) + n + 1);
+	/* heap_malloc, not malloc: a close can be a trapped call (SIGSYS handler). */
+	struct closed_ring *c = heap_malloc(sizeof(*c) + n + 1, "stats of a closed ring");
 	if (!c)
 		return;
 	c->next = NULL;
@@ -90,14 +106,38 @@ void stats_ring_closed(struct ring *r)
 	spin_unlock(&closed.lock);
 }
 
+/* Where the report goes, and the first write error (a file's only). */
+static __thread struct out {
+	int fd;
+	int err;		/* -errno of the first failed write; 0 */
+	unsigned long long off, limit;	/* bytes written; RLIMIT_FSIZE (~0: none) */
+} out;
+
 static void put(int fd, const char *s, size_t n)
 {
-	while (n) {
-		long w = sys_write(fd, s, n);
-		if (w <= 0)
+	(void)fd;
+	while (n && !out.err) {
+		/* Past the file-size limit the kernel would raise SIGXFSZ: stop first. */
+		size_t room = n;
+		if (out.limit != ~0ULL) {
+			if (out.off >= out.limit) {
+				out.err = -EFBIG;
+				return;
+			}
+			if (room > out.limit - out.off)
+				room = (size_t)(out.limit - out.off);
+		}
+		long w = sys_write(out.fd, s, room);
+		if (w == -EINTR)
+			continue;
+		if (w <= 0) {
+			if (out.fd != 2)
+				out.err = w < 0 ? (int)w : -EIO;
 			return;
+		}
 		s += w;
 		n -= (size_t)w;
+		out.off += (unsigned long long)w;
 	}
 }
 
@@ -160,22 +200,49 @@ static void expand_path(char *out, size_t len)
 	out[o < len ? o : len - 1] = '\0';
 }
 
-static void write_all(void)
+/* Copies s for a message: control bytes and '\\' become \\xNN, so a path
+ * cannot carry terminal escapes or break the line. */
+static void escape(char *dst, size_t len, const char *s)
 {
-	int fd = 2, any = closed.head != NULL;
-	char path[CONF_PATH_MAX + 32];
-	ring_for_each_live(has_pool, 0, &any);
-	if (!any)
-		return;		/* no buffer group in this process: nothing to say */
-	if (!to_stderr()) {
-		expand_path(path, sizeof(path));
-		fd = (int)sys_call6(SYS_openat, AT_FDCWD, (long)path,
-				    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
-		if (fd < 0) {
-			log_warn("stats: cannot open %s: %s", path, strerror(-fd));
-			return;
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (; *s && o + 5 < len; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[ch >> 4];
+			dst[o++] = hex[ch & 15];
+		} else {
+			dst[o++] = (char)ch;
 		}
 	}
+	if (*s && o + 3 < len)
+		dst[o++] = '.', dst[o++] = '.', dst[o++] = '.';
+	dst[o] = '\0';
+}
+
+static void report(const char *path, const char *what, int err)
+{
+	char q[512];	/* a message, not the path: a long one is cut with "..." */
+	escape(q, sizeof(q), path);
+	log_warn("stats: %s: %s%s%s; no statistics written", q, what, err ? ": " : "",
+		 err ? strerror(-err) : "");
+}
+
+/* tmp: the same directory as path, ".NAME.bufsel-PID-N", a name nobody else picks. */
+static int tmp_name(const char *path, char *tmp, size_t len, unsigned n)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+	int w = snprintf(tmp, len, "%.*s.%s.bufsel-%ld-%u", (int)dirlen, path, slash ? slash + 1 : path,
+			 sys_call3(SYS_getpid, 0, 0, 0), n);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The report's text: the JSON document, or on stderr the tables. */
+static void put_report(int fd)
+{
 	char head[96];
 	int first = 1;
 	if (to_stderr()) {
@@ -195,10 +262,108 @@ static void write_all(void)
 		spin_unlock(&closed.lock);
 	}
 	ring_for_each_live(put_live, fd, &first);
-	if (!to_stderr()) {
+	if (!to_stderr())
 		put(fd, "\n]}\n", 4);
-		sys_close(fd);
+}
+
+static unsigned long long fsize_limit(void)
+{
+	struct rlimit rl;
+	if (sys_call6(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&rl, 0, 0) || rl.rlim_cur == RLIM_INFINITY)
+		return ~0ULL;
+	return rl.rlim_cur;
+}
+
+static int sigxfsz_pending(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sys_call3(SYS_rt_sigpending, (long)&set, 8, 0);
+	return sigismember(&set, SIGXFSZ);
+}
+
+/* Writes the report to path through a temporary file and a rename, or says why not. */
+static void write_file(const char *path)
+{
+	char tmp[CONF_PATH_MAX + 96];
+	struct stat st;
+	sigset_t xfsz, old;
+	int fd = -1;
+
+	/* lstat: an existing target must be a regular file; a link is not followed. */
+	long r = sys_call6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (!r && !S_ISREG(st.st_mode)) {
+		report(path, S_ISLNK(st.st_mode) ? "a symbolic link, not followed"
+						 : "not a regular file", 0);
+		return;
 	}
+	if (r && r != -ENOENT) {
+		report(path, "cannot look at it", (int)r);
+		return;
+	}
+	for (unsigned n = 0; n < 100 && fd < 0; n++) {
+		if ((r = tmp_name(path, tmp, sizeof(tmp), n))) {
+			report(path, "cannot name a temporary file beside it", (int)r);
+			return;
+		}
+		fd = (int)sys_call6(SYS_openat, AT_FDCWD, (long)tmp,
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600, 0, 0);
+		if (fd < 0 && fd != -EEXIST) {
+			report(path, "cannot create a temporary file beside it", fd);
+			return;
+		}
+	}
+	if (fd < 0) {
+		report(path, "cannot create a temporary file beside it", fd);
+		return;
+	}
+
+	/* No SIGXFSZ for the host: the limit is kept to by put(); blocked too,
+	 * for a limit lowered meanwhile, and one raised here is taken back. */
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	int was_pending = sigxfsz_pending();
+	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&xfsz, (long)&old, 8, 0, 0);
+	out.fd = fd;
+	out.err = 0;
+	out.off = 0;
+	out.limit = fsize_limit();
+	put_report(fd);
+	if (!was_pending && sigxfsz_pending()) {
+		struct timespec zero = { 0, 0 };
+		sys_call6(SYS_rt_sigtimedwait, (long)&xfsz, 0, (long)&zero, 8, 0, 0);
+	}
+	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+
+	int err = out.err;
+	long c = sys_close(fd);
+	if (!err && c && c != -EINTR)
+		err = (int)c;
+	if (!err && (r = sys_call3(SYS_rename, (long)tmp, (long)path, 0)))
+		err = (int)r;
+	if (err) {
+		sys_call3(SYS_unlink, (long)tmp, 0, 0);
+		report(path, "cannot write", err);
+	}
+}
+
+static void write_all(void)
+{
+	int any = closed.head != NULL;
+	char path[CONF_PATH_MAX + 32];
+	ring_for_each_live(has_pool, 0, &any);
+	if (!any)
+		return;		/* no buffer group in this process: nothing to say */
+	if (to_stderr()) {
+		out.fd = 2;
+		out.err = 0;
+		out.off = 0;
+		out.limit = ~0ULL;	/* stderr is the host's: written as before, errors ignored */
+		put_report(2);
+		return;
+	}
+	expand_path(path, sizeof(path));
+	write_file(path);
 }
 
 void stats_write(void)
@@ -210,9 +375,11 @@ void stats_write(void)
 static void on_sigusr2(int sig)
 {
 	(void)sig;
+	struct out saved = out;	/* the exit report this signal may have interrupted */
 	in_signal = 1;
 	write_all();
 	in_signal = 0;
+	out = saved;
 }
 
 void stats_init(void)

@@ -3,7 +3,8 @@
  * a bad pointer in a syscall argument or an SQE gives -EFAULT, as the kernel
  * would, instead of a crash inside the host.  process_vm_readv on our own
  * pid is a syscall, so these are for setup-time and per-request data, not
- * per-byte loops.
+ * per-byte loops.  Where a sandbox denies process_vm_readv/writev the copy
+ * goes through a pipe (uaccess.c).
  */
 #ifndef BUFSEL_PRELOAD_UACCESS_H
 #define BUFSEL_PRELOAD_UACCESS_H

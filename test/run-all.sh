@@ -39,8 +39,9 @@ done
 # configuration errors do to a program's run; report: bufsel report on the
 # statistics of such a run; ab: bufsel ab, native against bufsel, on real
 # programs; faults: bufsel's own allocations failing, and a ring with no fd
-# left for its shadow.
-for t in compare emulated policy report ab faults; do
+# left for its shadow; security: hostile statistics targets, host limits, a
+# setuid program run by an unprivileged user (docs/security.md).
+for t in compare emulated policy report ab faults security; do
 	if [ -x "$B/test/integration/$t" ]; then
 		# shellcheck disable=SC2086
 		run "integration/$t" "$B/test/integration/$t" ${CRITERION_ARGS:-}

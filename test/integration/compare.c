@@ -110,6 +110,8 @@
 	X(fault_args, 20, true, false)         \
 	X(resize_rings, 10, true, true)        \
 	X(compat_kernel, 10, true, false)      \
+	X(sec_novm, 10, true, true)            \
+	X(sec_probe, 10, true, true)           \
 	X(no_uring, 10, false, true)
 
 struct prog {

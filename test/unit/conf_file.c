@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "conf/internal.h"
@@ -509,4 +511,115 @@ Test(conf_file, a_variable_overrides_the_file_and_the_file_the_default)
 	cr_assert_eq(c.from[CONF_LOG], CONF_FROM_DEFAULT);
 	/* A variable fixes nothing in the file: the file's error stands. */
 	cr_assert_eq(load_text("cap = x\n", "BUFSEL_CAP=6"), 1);
+}
+
+/* Loads in a child that runs as nobody (the test runs as root in CI), for EACCES. */
+static int load_as_nobody(char **env, char *out, size_t outlen)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		close(p[0]);
+		if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+				       setresuid(65534, 65534, 65534)))
+			_exit(99);
+		int n = load_env(env);
+		dprintf(p[1], "%d %u\n%s", n, c.all.cap, err);
+		_exit(0);
+	}
+	close(p[1]);
+	size_t used = 0;
+	ssize_t r;
+	while (used + 1 < outlen && (r = read(p[0], out + used, outlen - 1 - used)) > 0)
+		used += (size_t)r;
+	out[used] = '\0';
+	close(p[0]);
+	int status;
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	return 0;
+}
+
+Test(conf_file, an_unreadable_default_file_is_skipped_with_a_warning)
+{
+	puts_file("home/.config/bufsel/bufsel.conf", "cap = 1\n");
+	puts_file("etc/bufsel.conf", "cap = 2\n");
+	cr_assert_eq(chmod(dir, 0755), 0);
+	cr_assert_eq(chmod("home/.config/bufsel", 0700), 0);
+	cr_assert_eq(chmod("etc/bufsel.conf", 0644), 0);
+	char home[128], got[4096], want[512];
+	snprintf(home, sizeof(home), "HOME=%s/home", dir);
+	char *env[] = { home, NULL };
+	load_as_nobody(env, got, sizeof(got));
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run the load as another user");
+	/* Not fatal: a warning, and the system file is read as if the user's were absent. */
+	snprintf(want, sizeof(want),
+		 "0 2\nbufsel: %s/home/.config/bufsel/bufsel.conf: cannot open: Permission denied; read as if absent\n",
+		 dir);
+	cr_assert_str_eq(got, want);
+	/* Named, the same file is an error. */
+	char named[256];
+	snprintf(named, sizeof(named), "BUFSEL_CONF=%s/home/.config/bufsel/bufsel.conf", dir);
+	char *env2[] = { named, NULL };
+	load_as_nobody(env2, got, sizeof(got));
+	cr_assert(!strncmp(got, "1 0\n", 4), "%s", got);
+	cr_assert(strstr(got, "cannot open: Permission denied (named by BUFSEL_CONF)"), "%s", got);
+}
+
+Test(conf_file, secure_mode_reads_no_variable_and_no_user_file)
+{
+	puts_file("home/.config/bufsel/bufsel.conf", "cap = 1\n");
+	puts_file("t.conf", "cap = 3\n");
+	puts_file("etc/bufsel.conf", "cap = 2\n");
+	cr_assert_eq(chmod("etc/bufsel.conf", 0644), 0);
+	char home[128];
+	snprintf(home, sizeof(home), "HOME=%s/home", dir);
+	char *env[] = { home, "XDG_CONFIG_HOME=/nonexistent", "BUFSEL_CONF=t.conf", "BUFSEL_CAP=6",
+			"BUFSEL_LOG=debug", "BUFSEL_STATS=/tmp/x", "BUFSEL_NO_SUCH=1", NULL };
+	cr_assert_eq(conf_load_mode(&c, env, "etc/bufsel.conf", 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert(c.secure);
+	cr_assert_str_eq(err, "");
+	if (geteuid() == 0)
+		cr_assert_eq(c.all.cap, 2, "root's system file is read");
+	cr_assert_eq(c.log, BUFSEL_LOG_WARN);
+	cr_assert_str_eq(c.stats, "");
+	/* Not in secure mode, the same environment is taken. */
+	cr_assert_eq(conf_load_mode(&c, env, "etc/bufsel.conf", 0, err, sizeof(err)), 1);
+	cr_assert(!c.secure);
+}
+
+Test(conf_file, secure_mode_trusts_only_roots_unshared_regular_file)
+{
+	char *env[] = { NULL };
+	puts_file("etc/bufsel.conf", "cap = 2\n");
+	cr_assert_eq(chmod("etc/bufsel.conf", 0666), 0);
+	cr_assert_eq(conf_load_mode(&c, env, "etc/bufsel.conf", 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(err, "bufsel: etc/bufsel.conf: not owned by root or writable by others: ignored in "
+			      "secure-execution mode\n");
+	cr_assert_eq(c.all.cap, 0);
+	cr_assert_str_eq(c.file, "");
+	/* A symbolic link is not followed. */
+	cr_assert_eq(chmod("etc/bufsel.conf", 0644), 0);
+	cr_assert_eq(rename("etc/bufsel.conf", "etc/real.conf"), 0);
+	cr_assert_eq(symlink("real.conf", "etc/bufsel.conf"), 0);
+	cr_assert_eq(conf_load_mode(&c, env, "etc/bufsel.conf", 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert(strstr(err, "etc/bufsel.conf: cannot open: Too many levels of symbolic links"), "%s", err);
+	cr_assert_eq(c.all.cap, 0);
+}
+
+Test(conf_file, secure_mode_messages_quote_none_of_the_file)
+{
+	char *env[] = { NULL };
+	puts_file("etc/bufsel.conf", "root:$6$secret:19000::::::\nsecret_key = 1\ncap = secret\n");
+	cr_assert_eq(chmod("etc/bufsel.conf", 0600), 0);
+	if (geteuid() != 0)
+		cr_skip_test("the file must be root's");
+	cr_assert_eq(conf_load_mode(&c, env, "etc/bufsel.conf", 1, err, sizeof(err)), 3);
+	cr_assert_null(strstr(err, "secret"), "%s", err);
+	cr_assert_str_eq(err, "bufsel: etc/bufsel.conf:1: not 'key = value', a '#' comment or blank\n"
+			      "bufsel: etc/bufsel.conf:2: unknown key\n"
+			      "bufsel: etc/bufsel.conf:3: cap: the value is not an integer in 0..65535\n");
 }
