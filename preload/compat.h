@@ -21,7 +21,7 @@ int compat_setup_flags(unsigned flags);
 int compat_enter_flags(unsigned flags);
 int compat_register_opcode(unsigned opcode);
 /* The feature bits that kernel reports. */
-unsigned compat_features(unsigned features);
+unsigned compat_features(unsigned f);
 /* Does that kernel know the request opcode? */
 int compat_op_known(unsigned opcode);
 /* An SQE on its way to the kernel: an opcode or flag the emulated kernel
