@@ -273,7 +273,7 @@ fuzz: all $(FUZZ_BINS)
 #   make fuzz-sqe-quick                              3,000 sequences (not yet in make test)
 #   make fuzz-sqe SQES=1000000 [SEED=S] [FUZZ_SECONDS=T]
 SQES         ?= 1000000
-SQE_PER_SEQ  := 16
+SQE_PER_SEQ  := 13
 $(B)/test/fuzz/sqefuzz: test/fuzz/sqefuzz.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring
@@ -282,7 +282,7 @@ fuzz-sqe-quick: all $(B)/test/fuzz/sqefuzz $(B)/test/fuzz/difffuzz
 	$(B)/test/fuzz/difffuzz --generator sqefuzz --build $(B) --sequences 3000 --batch 250 --seed 1 \
 		--timeout 120 --keep-going --native-twice-every 1
 
-# A sequence writes about 16 SQEs: SQES/16 sequences.
+# A sequence writes about 13 SQEs: SQES/13 sequences.
 fuzz-sqe: all $(B)/test/fuzz/sqefuzz $(B)/test/fuzz/difffuzz
 	$(B)/test/fuzz/difffuzz --generator sqefuzz --build $(B) --sequences $$(( $(SQES) / $(SQE_PER_SEQ) + 1 )) \
 		--batch 500 --seed $(SEED) --seconds $(FUZZ_SECONDS) --timeout 300 --keep-going --native-twice-every 1
