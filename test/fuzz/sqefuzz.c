@@ -334,6 +334,7 @@ static void gen_sqe(struct io_uring_sqe *sqe, unsigned idx, const struct fds *f,
 		if (op == IORING_OP_RECV || op == IORING_OP_RECVMSG || op == IORING_OP_SEND || is_prov)
 			sqe->off = is_prov ? below(16) : 0;
 		if (force_provide) {
+			sqe->fd = (int)(4 + below(13));	/* enough buffers to select from */
 			sqe->buf_group = groups[below(2)];
 			sqe->flags = 0;
 		}
@@ -420,7 +421,7 @@ static void run_seed(uint64_t seed)
 		for (unsigned k = 0; k < n && nsqes < MAX_SQES - 1; k++) {
 			unsigned slot = tail & mask;
 			struct io_uring_sqe *sqe = &ring.sq.sqes[has_array ? (slot + below(2)) & mask : slot];
-			gen_sqe(sqe, 1 + nsqes, &f, groups, r == 0 && k < 2);
+			gen_sqe(sqe, 1 + nsqes, &f, groups, r == 0 && k < 3);
 			async_work |= (sqe->flags & IOSQE_ASYNC) || sqe->opcode == IORING_OP_FSYNC;
 			if (has_array)
 				ring.sq.array[slot] = (unsigned)(sqe - ring.sq.sqes);
