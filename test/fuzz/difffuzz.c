@@ -27,6 +27,14 @@
  * docs/reliability.md) to both arms: the generator then makes what it
  * otherwise avoids, to show the difference.
  *
+ * --generator sqefuzz runs the whole-SQE fuzzer (test/fuzz/sqefuzz.c)
+ * instead of seqfuzz: no --compat runs, one ring per sequence.  With
+ * --keep-going a divergence, a crash (a signal) or a hang (a timeout, or
+ * sqefuzz's own SIGALRM) is counted and the run goes on; the first of each
+ * kind is shown in full, the others in one line each; the run ends with
+ * the counts and exit status 1 if any.  A batch that crashed or hung is
+ * not compared.
+ *
  * Every run gets the caller's environment without LD_PRELOAD and BUFSEL_*,
  * plus BUFSEL_CONF= (no configuration file); the bufsel arm adds
  * LD_PRELOAD=<build>/libbufsel.so and BUFSEL_LOG=info, whose exit line must
@@ -86,11 +94,14 @@ static struct {
 	const char *known[8];
 	unsigned nknown;
 	const char *asan;
+	const char *generator;
+	bool keep_going;
+	unsigned long long ndiv, ncrash, nhang, nnondet;
 	double t0;
 	struct totals tot;
 } opt = {
 	.seed = 1, .sequences = 10000, .batch = 1000, .ops = 40, .kernel56_every = 4,
-	.twice_every = 8, .timeout = 900,
+	.twice_every = 8, .timeout = 900, .generator = "seqfuzz",
 };
 
 static double now_s(void)
@@ -145,8 +156,10 @@ static void arm_argv(const struct batch *b, enum arm arm, unsigned long long fir
 	argv[k++] = bufs[0];
 	argv[k++] = "--count";
 	argv[k++] = bufs[1];
-	argv[k++] = "--ops";
-	argv[k++] = bufs[2];
+	if (!strcmp(opt.generator, "seqfuzz")) {
+		argv[k++] = "--ops";
+		argv[k++] = bufs[2];
+	}
 	if (b->compat56) {
 		argv[k++] = "--compat";
 		argv[k++] = "5.6";
@@ -385,16 +398,31 @@ static void rerun_report(const struct batch *b, unsigned long long seed, const c
 	       same_native == 3 ? "" : " (native not reproduced: the generator depends on something else too)");
 }
 
+/* With --keep-going: the seeds of the batch whose two native transcripts
+ * differ; they are not compared with bufsel (the kernel's own
+ * nondeterminism, see docs/reliability.md, "Whole-SQE fuzzing"). */
+static unsigned long long nondet_seed[4096];
+static unsigned nnondet_seed;
+
+static bool is_nondet(unsigned long long seed)
+{
+	for (unsigned i = 0; i < nnondet_seed; i++)
+		if (nondet_seed[i] == seed)
+			return true;
+	return false;
+}
+
 /* 0 when every sequence matches; else prints the first difference. */
 static int compare(const struct batch *b, const struct job *x, const struct job *y, bool determinism)
 {
 	const char *pa = x->out, *pb = y->out;
+	int found = 0;
 	for (;;) {
 		size_t na = 0, nb = 0;
 		const char *sa = seq_block(x->out, x->out_len, pa, &na);
 		const char *sb = seq_block(y->out, y->out_len, pb, &nb);
 		if (!sa && !sb)
-			return 0;
+			return found;
 		if (sa && sb && na == nb && !memcmp(sa, sb, na)) {
 			pa = sa + na;
 			pb = sb + nb;
@@ -403,6 +431,33 @@ static int compare(const struct batch *b, const struct job *x, const struct job 
 		const char *blk = sa ? sa : sb;
 		unsigned long long seed = seq_seed(blk);
 		unsigned line = first_diff_line(sa ? sa : "", sa ? na : 0, sb ? sb : "", sb ? nb : 0);
+		if (opt.keep_going && sa && sb && (determinism || is_nondet(seed))) {
+			if (determinism) {
+				opt.nnondet++;
+				if (nnondet_seed < sizeof(nondet_seed) / sizeof(nondet_seed[0]))
+					nondet_seed[nnondet_seed++] = seed;
+			}
+			pa = sa + na;
+			pb = sb + nb;
+			continue;
+		}
+		if (opt.keep_going && (determinism ? opt.nnondet : opt.ndiv)) {
+			/* Not the first: one line, the seed and where it differs. */
+			(*(determinism ? &opt.nnondet : &opt.ndiv))++;
+			const char *la = sa ? sa : "", *lb = sb ? sb : "";
+			for (unsigned i = 0; i < line; i++) {
+				la = strchr(la, '\n') ? strchr(la, '\n') + 1 : "";
+				lb = strchr(lb, '\n') ? strchr(lb, '\n') + 1 : "";
+			}
+			printf("%s seed %llu: %.*s | %.*s\n", determinism ? "nondeterministic" : "divergence", seed,
+			       (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+			if (!sa || !sb)
+				return 1;
+			found = 1;
+			pa = sa + na;
+			pb = sb + nb;
+			continue;
+		}
 		printf("\n%s: seed %llu: the %s and the %s transcripts differ at line %u of the sequence%s\n",
 		       determinism ? "NONDETERMINISTIC GENERATOR" : "DIVERGENCE", seed, arm_name[x->arm],
 		       arm_name[y->arm], line + 1, b->compat56 ? " (--compat 5.6, BUFSEL_KERNEL=5.6)" : "");
@@ -414,7 +469,14 @@ static int compare(const struct batch *b, const struct job *x, const struct job 
 		replay_commands(b, seed);
 		if (!determinism && sa && sb)
 			rerun_report(b, seed, sa, na, sb, nb);
-		return 1;
+		if (!opt.keep_going)
+			return 1;
+		(*(determinism ? &opt.nnondet : &opt.ndiv))++;
+		if (!sa || !sb)
+			return 1;
+		found = 1;
+		pa = sa + na;
+		pb = sb + nb;
 	}
 }
 
@@ -436,7 +498,8 @@ static const char *tail(const char *s, size_t len, size_t max)
 	return len > max ? s + len - max : s;
 }
 
-static void check_exit(const struct batch *b, const struct job *j)
+/* false when the run crashed or hung (counted, with --keep-going). */
+static bool check_exit(const struct batch *b, const struct job *j)
 {
 	const char *why = NULL;
 	char buf[96];
@@ -447,17 +510,27 @@ static void check_exit(const struct batch *b, const struct job *j)
 			why = buf;
 	else if (WEXITSTATUS(j->status))
 		snprintf(buf, sizeof(buf), "exit status %d", WEXITSTATUS(j->status)), why = buf;
+	bool hang = j->timed_out || (WIFSIGNALED(j->status) && WTERMSIG(j->status) == SIGALRM);
 	if (!why)
-		return;
+		return true;
 	const char *last = j->out ? j->out : "";
 	for (const char *p = last; (p = strstr(p, "seq ")); p++)
 		if (p == j->out || p[-1] == '\n')
 			last = p;
-	printf("\nFAILURE: batch of seeds %llu..%llu, %s run: %s; last sequence started: %.40s\n"
-	       "--- stderr (last 3000 bytes) ---\n%s\n", b->first, b->first + b->count - 1, arm_name[j->arm], why,
-	       last, j->err ? tail(j->err, j->err_len, 3000) : "");
+	if (opt.keep_going && (hang ? opt.nhang : opt.ncrash)) {
+		(*(hang ? &opt.nhang : &opt.ncrash))++;
+		printf("%s seed %llu (%s run): %s\n", hang ? "hang" : "crash", strtoull(last + 4, NULL, 10),
+		       arm_name[j->arm], why);
+		return false;
+	}
+	printf("\n%s: batch of seeds %llu..%llu, %s run: %s; last sequence started: %.40s\n"
+	       "--- stderr (last 3000 bytes) ---\n%s\n", hang ? "HANG" : "CRASH", b->first, b->first + b->count - 1,
+	       arm_name[j->arm], why, last, j->err ? tail(j->err, j->err_len, 3000) : "");
 	replay_commands(b, strtoull(last + 4, NULL, 10));
-	exit(2);
+	if (!opt.keep_going)
+		exit(2);
+	(*(hang ? &opt.nhang : &opt.ncrash))++;
+	return false;
 }
 
 /* The bufsel arm's stderr: exactly one exit line, which counts one ring
@@ -474,16 +547,19 @@ static void check_bufsel_stderr(const struct batch *b, const struct job *j)
 		       tail(err, strlen(err), 3000));
 		exit(2);
 	}
-	if (setup != b->count + 1 || !emulated) {
+	unsigned long long rings = b->count + !strcmp(opt.generator, "seqfuzz");
+	if (setup != rings || !emulated) {
 		printf("\nFAILURE: batch of seeds %llu..%llu: bufsel saw %lu ring setups and %lu emulated SQEs, "
 		       "expected %llu setups and some emulation\n", b->first, b->first + b->count - 1, setup,
-		       emulated, b->count + 1);
+		       emulated, rings);
 		exit(2);
 	}
 	size_t before = (size_t)(line - err);
 	const char *nl = strchr(line, '\n');
 	size_t after = nl ? strlen(nl + 1) : 0;
-	if (before || after) {
+	/* sqefuzz makes rings and requests bufsel warns about: the exit line
+	 * is the check that matters there. */
+	if ((before || after) && !strcmp(opt.generator, "seqfuzz")) {
 		printf("\nFAILURE: batch of seeds %llu..%llu: the bufsel run wrote more than its exit line on "
 		       "stderr:\n%s\n", b->first, b->first + b->count - 1, tail(err, strlen(err), 3000));
 		exit(2);
@@ -509,11 +585,15 @@ static void add_totals(const struct batch *b, const char *out)
 /* All arms of b ended: check and compare. */
 static void finish_batch(struct batch *b)
 {
+	bool ran = true;
 	for (int a = 0; a < NARMS; a++)
 		if (b->job[a])
-			check_exit(b, b->job[a]);
+			ran &= check_exit(b, b->job[a]);
 	const struct job *nat = b->job[NATIVE];
-	if (b->twice && compare(b, nat, b->job[NATIVE2], true))
+	nnondet_seed = 0;
+	if (!ran)
+		goto done;
+	if (b->twice && compare(b, nat, b->job[NATIVE2], true) && !opt.keep_going)
 		exit(2);
 	const char *p = self_problem(nat->out ? nat->out : "");
 	if (p) {
@@ -532,10 +612,11 @@ static void finish_batch(struct batch *b)
 		printf("\nFAILURE: the native run wrote on stderr:\n%s\n", tail(nat->err, nat->err_len, 3000));
 		exit(2);
 	}
-	if (compare(b, nat, b->job[BUFSEL], false))
+	if (compare(b, nat, b->job[BUFSEL], false) && !opt.keep_going)
 		exit(1);
 	check_bufsel_stderr(b, b->job[BUFSEL]);
 	add_totals(b, nat->out);
+done:
 	for (int a = 0; a < NARMS; a++)
 		if (b->job[a]) {
 			free(b->job[a]->out);
@@ -554,7 +635,8 @@ static void summary(void)
 	       "seeds %llu..%llu\n", opt.tot.seqs, opt.tot.seqs56, opt.tot.batches, opt.seed,
 	       opt.seed + (opt.tot.seqs ? opt.tot.seqs - 1 : 0));
 	printf("difffuzz: %llu SQEs, %llu CQEs, %llu selected buffers compared; %llu batches run twice natively "
-	       "(deterministic); 0 divergences\n", opt.tot.ops, opt.tot.cqes, opt.tot.bufs, opt.tot.twice);
+	       "(%llu nondeterministic sequences); %llu divergences, %llu crashes, %llu hangs\n", opt.tot.ops,
+	       opt.tot.cqes, opt.tot.bufs, opt.tot.twice, opt.nnondet, opt.ndiv, opt.ncrash, opt.nhang);
 	printf("difffuzz: %.1f s, %.0f sequences/s (both arms, %u jobs at once)\n", t, t > 0 ? (double)opt.tot.seqs / t : 0,
 	       opt.jobs);
 }
@@ -564,7 +646,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: difffuzz [--seed S] [--sequences N] [--seconds T] [--batch B] [--jobs J]\n"
 		"                [--build DIR] [--ops M] [--kernel56-every K] [--native-twice-every D]\n"
-		"                [--known NAME]...\n"
+		"                [--known NAME]... [--generator seqfuzz|sqefuzz] [--keep-going]\n"
+		"                [--timeout SECONDS]\n"
 		"  seeds S.. (default 1), N sequences (default 10000) or until T seconds have\n"
 		"  passed (whichever comes first; T 0: no limit), B per process (default 1000),\n"
 		"  J processes at once (default: CPUs); DIR holds libbufsel.so and\n"
@@ -589,7 +672,8 @@ int main(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' }, { "build", required_argument, NULL, 'B' },
 		{ "ops", required_argument, NULL, 'o' }, { "kernel56-every", required_argument, NULL, 'k' },
 		{ "native-twice-every", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
-		{ "known", required_argument, NULL, 'K' },
+		{ "known", required_argument, NULL, 'K' }, { "generator", required_argument, NULL, 'g' },
+		{ "keep-going", no_argument, NULL, 'G' }, { "timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *build = getenv("BUFSEL_BUILD") && *getenv("BUFSEL_BUILD") ? getenv("BUFSEL_BUILD") : "build";
@@ -611,6 +695,13 @@ int main(int argc, char **argv)
 				die(2, "--known: at most %zu", sizeof(opt.known) / sizeof(opt.known[0]));
 			opt.known[opt.nknown++] = optarg;
 			break;
+		case 'g':
+			if (strcmp(optarg, "seqfuzz") && strcmp(optarg, "sqefuzz"))
+				die(2, "--generator: seqfuzz or sqefuzz");
+			opt.generator = optarg;
+			break;
+		case 'G': opt.keep_going = true; break;
+		case 'T': opt.timeout = (unsigned)number("--timeout", optarg, 1, 1u << 20); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -621,12 +712,14 @@ int main(int argc, char **argv)
 	}
 	if (!realpath(build, opt.build))
 		die(2, "build directory %s: %s", build, strerror(errno));
-	if ((size_t)snprintf(opt.seqfuzz, sizeof(opt.seqfuzz), "%.4000s/test/fuzz/seqfuzz", opt.build) >=
+	if ((size_t)snprintf(opt.seqfuzz, sizeof(opt.seqfuzz), "%.4000s/test/fuzz/%s", opt.build, opt.generator) >=
 		    sizeof(opt.seqfuzz) ||
 	    (size_t)snprintf(opt.lib, sizeof(opt.lib), "%.4000s/libbufsel.so", opt.build) >= sizeof(opt.lib))
 		die(2, "build directory %s: path too long", opt.build);
 	if (access(opt.seqfuzz, X_OK) || access(opt.lib, R_OK))
 		die(2, "%s or %s is missing: build them first (make fuzz-quick does)", opt.seqfuzz, opt.lib);
+	if (strcmp(opt.generator, "seqfuzz"))
+		opt.kernel56_every = 0;	/* sqefuzz has no --compat */
 	opt.asan = asan_runtime_path();
 	opt.t0 = now_s();
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -695,5 +788,5 @@ int main(int argc, char **argv)
 	}
 	free(batches);
 	summary();
-	return 0;
+	return opt.ndiv || opt.ncrash || opt.nhang || opt.nnondet ? 1 : 0;
 }
