@@ -68,6 +68,9 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 				 * new ring took that number and only dups are left */
 	unsigned serial;	/* the ring's number in this process, for statistics */
 	unsigned fork_gen;	/* forks before its setup: a child reports only its own */
+	int mem_fd;		/* under valgrind only: the shadow's memfd (high fd), which
+				 * the program's mappings come from (valgrind refuses the
+				 * mremap that copies a mapping); -1 elsewhere */
 	int priv_fd;		/* bufsel's own reference to the same file, high fd;
 				 * -1 on an unpinned ring (see below) */
 	/*

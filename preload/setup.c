@@ -31,6 +31,7 @@
 #include "preload/ring_io.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/valgrind.h"
 
 #define SETUP_SHADOWABLE                                                                        \
 	(IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP |   \
@@ -259,6 +260,11 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	long err = size_memfd(mfd, lay.total_len);
 	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_POPULATE, mfd, 0);
+	if (!err && !sys_is_err((long)mem) && valgrind_running()) {
+		r->mem_fd = sys_dupfd_high(mfd);
+		if (r->mem_fd < 0)
+			err = r->mem_fd;
+	}
 	sys_close(mfd);
 	if (err)
 		return (int)err;
@@ -276,7 +282,9 @@ static long map_shadow_part(struct ring *r, void *addr, size_t len, int prot, in
 {
 	long src = (long)r->sh.mem + (long)memoff;
 	long m;
-	if (flags & MAP_FIXED)
+	if (r->mem_fd >= 0)
+		m = (long)sys_mmap(addr, len, prot, flags, r->mem_fd, (off_t)memoff);
+	else if (flags & MAP_FIXED)
 		m = sys_call6(SYS_mremap, src, 0, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED, (long)addr, 0);
 	else
 		m = sys_call6(SYS_mremap, src, 0, (long)len, MREMAP_MAYMOVE, 0, 0);
