@@ -377,6 +377,11 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
 			goto end;
 		}
+		/* With MSG_TRUNC a datagram's whole length comes back: the header
+		 * says so (payloadlen), the result counts only what the buffer
+		 * holds, as io_recvmsg_multishot clamps it. */
+		if (msg && (size_t)res > q->iov.iov_len)
+			res = (int)q->iov.iov_len;
 		spin_lock(&r->pool_lock);
 		pool_consume_bytes(r->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->pool_lock);

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,13 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 				return -EFAULT;
 			*want = (uint32_t)iov.iov_len;
 		}
+		/* io_recvmsg_mshot_prep: the header, the name and the control data
+		 * must fit in an int together. */
+		if ((sqe->ioprio & IORING_RECV_MULTISHOT) &&
+		    ((int)msg->msg_namelen < 0 ||
+		     msg->msg_controllen > INT_MAX ||
+		     sizeof(struct io_uring_recvmsg_out) + msg->msg_namelen + msg->msg_controllen > INT_MAX))
+			return -EOVERFLOW;
 	}
 	return 0;
 }
