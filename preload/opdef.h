@@ -43,6 +43,7 @@ struct opdef {
 	uint8_t pollin;		/* readiness that means "data to bind a buffer to" */
 	uint8_t len_int;	/* the kernel reads sqe->len as an int: negative is -EINVAL at prep */
 	uint8_t sock;		/* needs a socket: -ENOTSOCK at issue, before any buffer is selected */
+	uint8_t bundle;		/* IORING_RECVSEND_BUNDLE selects buffer after buffer (SEND) */
 	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 };

@@ -46,6 +46,9 @@
 	(IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK |         \
 	 IOSQE_ASYNC | IOSQE_BUFFER_SELECT | IOSQE_CQE_SKIP_SUCCESS)
 #define SQE_LINK_FLAGS (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)
+#ifndef IORING_RECVSEND_BUNDLE
+#define IORING_RECVSEND_BUNDLE (1U << 4)	/* 6.10 */
+#endif
 
 /* A user_data no request can have: bufsel's own tag space, generation 0xffff
  * of a slot that never exists. */
@@ -787,6 +790,69 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	return links ? q : NULL;
 }
 
+int rewrite_bundle_send(struct ring *r, struct req *q)
+{
+	spin_lock(&r->pool_lock);
+	int res = pool_select(r->pool, q->orig.buf_group, &q->buf);
+	if (!res && !q->buf.addr) {
+		pool_consume(r->pool, &q->buf);
+		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		res = -ENOBUFS;
+	}
+	q->last = !res && !pool_available(r->pool, q->orig.buf_group);
+	spin_unlock(&r->pool_lock);
+	if (res)
+		return res;
+	struct io_uring_sqe *sqe = &q->next;
+	*sqe = q->orig;
+	sqe->flags &= IOSQE_FIXED_FILE;
+	sqe->ioprio = 0;
+	sqe->buf_index = 0;
+	sqe->addr = q->buf.addr;
+	sqe->len = q->buf.len;
+	sqe->msg_flags |= MSG_WAITALL;	/* a bundle wants each buffer whole */
+	sqe->user_data = req_tag(&r->reqs, q);
+	return 0;
+}
+
+/*
+ * A bundle SEND (IORING_RECVSEND_BUNDLE) on a legacy group: 6.18 maps one
+ * legacy buffer per pass (io_provided_buffers_select), sends it, posts a CQE
+ * with IORING_CQE_F_MORE and goes round again until a send fails or a
+ * selection empties the group (REQ_F_BL_EMPTY): one CQE per buffer.  bufsel
+ * issues one SEND per buffer the same way (completion.c takes the steps).
+ */
+static struct req *select_send_bundle(struct ring *r, struct io_uring_sqe *sqe,
+				      struct rewrite_undo *u)
+{
+	struct req *q = req_alloc(&r->reqs);
+	if (!q) {
+		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	q->kind = REQ_SEND_BUNDLE;
+	q->user_data = sqe->user_data;
+	q->orig = *sqe;
+	int res = rewrite_bundle_send(r, q);
+	if (res) {
+		uint32_t cflags = q->cflags;
+		req_free(&r->reqs, q);
+		struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		if (s)
+			s->cflags = cflags;
+		return NULL;
+	}
+	uint8_t links = sqe->flags & SQE_LINK_FLAGS;
+	q->flags |= (links ? REQ_LINKED : 0) | (links & IOSQE_IO_HARDLINK ? REQ_HARDLINK : 0);
+	uint8_t keep = sqe->flags & (IOSQE_IO_DRAIN | IOSQE_ASYNC);
+	*sqe = q->next;
+	sqe->flags |= keep;
+	u->kind = UNDO_SELECT;
+	u->req = q;
+	/* The rest of the chain runs when the bundle ends (multi_end). */
+	return links ? q : NULL;
+}
+
 static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			struct rewrite_undo *u)
 {
@@ -802,6 +868,30 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
 	else
 		select_now(r, sqe, def, want, NULL, u);
+}
+
+static struct req *select_issue(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+				struct rewrite_undo *u)
+{
+	if (!def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE)) {
+		select_read(r, sqe, def, u);
+		return NULL;
+	}
+	uint32_t want;
+	int res = read_request(sqe, def, &want, NULL);
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_PREP, u);
+		return NULL;
+	}
+	if (bad_fd(sqe))
+		res = -EBADF;
+	else if (not_a_socket(sqe, def))
+		res = -ENOTSOCK;
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	return select_send_bundle(r, sqe, u);
 }
 
 /* ---- chains ---- */
@@ -947,8 +1037,7 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	switch (def->select) {
 	case SELECT_AT_ISSUE:
-		select_read(r, sqe, def, u);
-		return NULL;
+		return select_issue(r, sqe, def, u);
 	case SELECT_WHEN_READABLE:
 		if (sqe->ioprio & IORING_RECV_MULTISHOT)
 			return select_recv_multi(r, sqe, def, u);

@@ -51,6 +51,10 @@ int rewrite_bind_recv(struct ring *r, struct req *q);
  * when the group is empty) a receive on a buffer selected now. */
 void rewrite_multi_poll(struct ring *r, struct req *q);
 int rewrite_multi_recv(struct ring *r, struct req *q);
+/* A bundle SEND's next step into q->next: a SEND on the group's next buffer
+ * (q->last says whether that emptied the group); 0, or -ENOBUFS with
+ * q->cflags set if a NULL buffer was consumed. */
+int rewrite_bundle_send(struct ring *r, struct req *q);
 
 extern const struct ring_hooks rewrite_hooks;
 

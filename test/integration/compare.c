@@ -86,6 +86,7 @@
 	X(bs_eof_wave, 10, true, true)         \
 	X(bs_multishot, 10, true, true)        \
 	X(bs_recvmsg_edge, 10, true, true)     \
+	X(bs_bundle, 10, true, true)           \
 	X(bs_link, 10, true, true)             \
 	X(bs_cancel, 10, true, true)           \
 	X(bs_groups, 15, true, false)          \
