@@ -74,6 +74,9 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	unsigned features;
 
 	struct shadow sh;	/* bufsel's mapping of the shadow */
+	unsigned sq_head;	/* the shadow SQ head as bufsel keeps it: the kernel keeps
+				 * its own and never reads the program-visible one back
+				 * (submit.c; under sq_lock) */
 
 	/* The real ring, as mapped by bufsel. */
 	void *real_sq_map, *real_cq_map, *real_sqes_map;

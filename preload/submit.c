@@ -22,6 +22,13 @@ static inline void real_slot_publish(struct ring *r, unsigned slot)
 		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
 }
 
+/* The SQ head moves: bufsel's copy, and the one the program sees. */
+static void sq_head_set(struct ring *r, unsigned head)
+{
+	r->sq_head = head;
+	atomic_store_explicit(r->sh.sq_head, head, memory_order_release);
+}
+
 /* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
  * must wait (a barrier: the kernel has to see what precedes it first). */
 static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *src,
@@ -72,15 +79,22 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 {
 	struct shadow *s = &r->sh;
-	unsigned head = atomic_load_explicit(s->sq_head, memory_order_relaxed);
+	/* The kernel's SQ head is its own (cached_sq_head): what the program
+	 * writes to the visible one changes nothing. */
+	unsigned head = r->sq_head;
 	unsigned avail = atomic_load_explicit(s->sq_tail, memory_order_acquire) - head;
+	/* io_sqring_entries: never more than the SQ holds, however far the
+	 * tail is ahead, so SQEs bufsel holds back are bounded as the SQ is. */
+	if (avail > s->sq_entries)
+		avail = s->sq_entries;
 	unsigned rtail = atomic_load_explicit(r->rsq_tail, memory_order_relaxed);
 	unsigned rspace = r->rsq_entries - (rtail - atomic_load_explicit(r->rsq_head, memory_order_acquire));
 	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
 	/* An SQPOLL kernel takes everything published, whatever to_submit says. */
 	unsigned n = sqpoll || to_submit > avail ? avail : to_submit;
 
-	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail };
+	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail,
+				    .empty = !n };
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = s->lay.no_sqarray ? (head + i) & s->sq_mask
@@ -115,12 +129,12 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	}
 	b->copied = b->st.copied;
 	atomic_store_explicit(r->rsq_tail, rtail + b->copied, memory_order_release);
-	if (sqpoll) {
+	if (sqpoll && n) {
 		/* The SQ thread owns what we published; the batch is done now. */
 		unsigned consumed = b->prog + (unsigned)b->dropped;
 		if (b->dropped)
 			atomic_fetch_add(s->sq_dropped, 1);
-		atomic_store_explicit(s->sq_head, head + consumed, memory_order_release);
+		sq_head_set(r, head + consumed);
 	}
 }
 
@@ -140,10 +154,11 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
 	if (b->dropped && taken == b->copied && kret >= 0) {
 		atomic_fetch_add(s->sq_dropped, 1);
-		atomic_store_explicit(s->sq_head, b->sh_head + consumed + 1, memory_order_release);
+		sq_head_set(r, b->sh_head + consumed + 1);
 		return consumed;
 	}
-	atomic_store_explicit(s->sq_head, b->sh_head + consumed, memory_order_release);
+	if (!b->empty)
+		sq_head_set(r, b->sh_head + consumed);
 	return consumed;
 }
 
