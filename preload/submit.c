@@ -14,6 +14,7 @@
 #include "preload/ring_io.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
 static inline void real_slot_publish(struct ring *r, unsigned slot)
@@ -31,9 +32,16 @@ static void sq_head_set(struct ring *r, unsigned head)
 
 /* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
  * must wait (a barrier: the kernel has to see what precedes it first). */
-static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *src,
+static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *shared,
 		     int sqpoll)
 {
+	/* The kernel reads each SQE field once; a program thread may be
+	 * writing this one now.  Everything below is decided from one copy,
+	 * and the compiler may not go back to the shared SQE after it. */
+	struct io_uring_sqe copy;
+	memcpy(&copy, shared, sizeof(copy));
+	__asm__ volatile("" ::: "memory");
+	const struct io_uring_sqe *src = &copy;
 	int in_chain = st->linked;
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
