@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <linux/capability.h>
 
 #include "preload/heap.h"
 #include "preload/log.h"
@@ -151,6 +152,89 @@ static int init_check(struct ring *r, const struct io_uring_sqe *sqe)
 		return -EINVAL;
 	if ((sqe->flags & IOSQE_IO_DRAIN) && r->drain_disabled)
 		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* ioprio_check_cap (block/ioprio.c), for io_prep_rw: 0 or the error. */
+static int ioprio_check(uint16_t ioprio)
+{
+	unsigned class = ioprio >> 13, level = ioprio & 7;
+	if (class == 1) {		/* RT: CAP_SYS_NICE or CAP_SYS_ADMIN */
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2] = { 0 };
+		if (sys_call3(SYS_capget, (long)&h, (long)d, 0) ||
+		    !(d[0].effective & ((1U << CAP_SYS_NICE) | (1U << CAP_SYS_ADMIN))))
+			return -EPERM;
+		return 0;
+	}
+	if (class == 2 || class == 3)	/* BE: every 3-bit level is valid; IDLE */
+		return 0;
+	return class == 0 && !level ? 0 : -EINVAL;
+}
+
+void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret)
+{
+	spin_lock(&r->sq_lock);
+	if (opcode == IORING_REGISTER_PERSONALITY && ret > 0) {
+		if (r->npersonality < sizeof(r->personality) / sizeof(r->personality[0]))
+			r->personality[r->npersonality++] = (uint16_t)ret;
+		else
+			r->personality_overflow = 1;
+	} else if (opcode == IORING_UNREGISTER_PERSONALITY && ret == 0) {
+		for (unsigned i = 0; i < r->npersonality; i++)
+			if (r->personality[i] == id)
+				r->personality[i] = r->personality[--r->npersonality];
+	}
+	spin_unlock(&r->sq_lock);
+}
+
+/* io_init_req: a personality the ring does not have is -EINVAL. */
+static int personality_check(const struct ring *r, uint16_t id)
+{
+	if (!id || r->personality_overflow)
+		return 0;
+	for (unsigned i = 0; i < r->npersonality; i++)
+		if (r->personality[i] == id)
+			return 0;
+	return -EINVAL;
+}
+
+#define RW_ATTR_FLAG_PI 1ULL	/* the only attribute 6.18 knows */
+
+/* sqe->attr_type_mask, where older headers have __pad2[0]. */
+static uint64_t sqe_attr_type_mask(const struct io_uring_sqe *sqe)
+{
+	uint64_t mask;
+	memcpy(&mask, (const char *)sqe + 56, sizeof(mask));
+	return mask;
+}
+
+/*
+ * What the kernel rejects before a buffer-select SQE selects anything, past
+ * init_check: io_init_req's opcode, BUFFER_SELECT and ioprio rules, in its
+ * order, then io_prep_rw's ioprio class and attribute mask.  The rest of an
+ * opcode's prep is read_request's.  0 or the error.
+ */
+static int select_prep_check(const struct ring *r, const struct io_uring_sqe *sqe,
+			     const struct opdef *def)
+{
+	if (!opdef_known(sqe->opcode))
+		return -EINVAL;
+	if ((sqe->flags & IOSQE_BUFFER_SELECT) && def->select == SELECT_REFUSED)
+		return -EOPNOTSUPP;
+	if (sqe->ioprio && !def->ioprio)
+		return -EINVAL;
+	int res = personality_check(r, sqe->personality);
+	if (res)
+		return res;
+	if (def->rw) {
+		res = sqe->ioprio ? ioprio_check(sqe->ioprio) : 0;
+		if (res)
+			return res;
+		uint64_t mask = sqe_attr_type_mask(sqe);
+		if (mask && mask != RW_ATTR_FLAG_PI)
+			return -EINVAL;
+	}
 	return 0;
 }
 
@@ -932,6 +1016,8 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 		return res;
 	if (def->emulated)
 		return emulated_prep(sqe, def->emulated);
+	if ((res = select_prep_check(r, sqe, def)))
+		return res;
 	uint32_t want;
 	struct msghdr msg;
 	return read_request(sqe, def, &want, &msg);
@@ -1018,6 +1104,11 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		spin_unlock(&r->pool_lock);
 		if (ring_group || init_check(r, sqe))
 			return NULL;	/* the kernel's group, or the kernel's error */
+		int res = select_prep_check(r, sqe, def);
+		if (res) {
+			standin(r, sqe, res, FAIL_AT_PREP, u);
+			return NULL;
+		}
 	}
 	if (in_chain && (def->emulated || (select && def->select != SELECT_REFUSED &&
 					   def->select != SELECT_NEWER_KERNEL))) {

@@ -58,6 +58,9 @@ int rewrite_bundle_send(struct ring *r, struct req *q);
 
 extern const struct ring_hooks rewrite_hooks;
 
+/* register.c: the program's IORING_(UN)REGISTER_PERSONALITY returned ret. */
+void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret);
+
 /* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
  * chains that completions made ready to issue. */
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe);

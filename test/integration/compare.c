@@ -90,6 +90,7 @@
 	X(bs_tiny_ring, 10, true, true)        \
 	X(sq_chaos, 10, true, true)            \
 	X(sqe_race, 20, true, true)            \
+	X(bs_prep_checks, 10, true, true)      \
 	X(bs_link, 10, true, true)             \
 	X(bs_cancel, 10, true, true)           \
 	X(bs_groups, 15, true, false)          \
