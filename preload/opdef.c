@@ -61,7 +61,7 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_URING_CMD] = { .name = "URING_CMD", .select = SELECT_INVALID },
 	[IORING_OP_SEND_ZC] = { .ioprio = 1, .name = "SEND_ZC" },
 	[IORING_OP_SENDMSG_ZC] = { .ioprio = 1, .name = "SENDMSG_ZC" },
-	[OP_READ_MULTISHOT] = { .ioprio = 1, .rw = 1, .name = "READ_MULTISHOT", .select = SELECT_MULTISHOT, .buf = BUF_ADDR_LEN },
+	[OP_READ_MULTISHOT] = { .ioprio = 1, .rw = 1, .name = "READ_MULTISHOT", .mshot_no_len = 2, .select = SELECT_MULTISHOT, .buf = BUF_ADDR_LEN },
 	[50] = { .name = "WAITID" },
 	[51] = { .name = "FUTEX_WAIT" },
 	[52] = { .name = "FUTEX_WAKE" },

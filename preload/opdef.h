@@ -45,6 +45,7 @@ struct opdef {
 	uint8_t sock;		/* needs a socket: -ENOTSOCK at issue, before any buffer is selected */
 	uint8_t ioprio;		/* io_issue_defs .ioprio: takes sqe->ioprio (else -EINVAL at init) */
 	uint8_t rw;		/* prepared by io_prep_rw: ioprio_check_cap, attr_type_mask */
+	uint8_t mshot_no_len;	/* READ_MULTISHOT: a non-zero len (2: or addr) is -EINVAL at prep */
 	uint8_t bundle;		/* IORING_RECVSEND_BUNDLE selects buffer after buffer (SEND) */
 	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */

@@ -797,6 +797,10 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	int res = 0;
 	if (def->select == SELECT_WHEN_READABLE)
 		res = read_request(sqe, def, &want, &tmpl);
+	/* io_recvmsg_prep, io_read_mshot_prep: a multishot request takes its
+	 * lengths from the buffers. */
+	if (!res && def->mshot_no_len && (sqe->len || (def->mshot_no_len == 2 && sqe->addr)))
+		res = -EINVAL;
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return NULL;

@@ -8,7 +8,9 @@
  *  - a READ with an invalid ioprio class: -EINVAL, no buffer;
  *  - a READ with an attr_type_mask the kernel does not know: -EINVAL;
  *  - a personality never registered, or no longer: -EINVAL;
- *  - the same READ inside a chain: the chain fails at submission.
+ *  - the same READ inside a chain: the chain fails at submission;
+ *  - READ_MULTISHOT with a length or an addr: -EINVAL, even on a bad fd
+ *    (prep comes before the file); a multishot RECV may have a length.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -90,6 +92,25 @@ int main(void)
 	sqe = prep_read_sel(&ring, p[0], 0, 1, 0, 13);
 	sqe->personality = (__u16)id;
 	run_one(&ring, sqe, 13, &g);
+
+	note("READ_MULTISHOT with a len, and with an addr, on a bad fd: -EINVAL at prep");
+	for (int i = 0; i < 2; i++) {
+		sqe = get_sqe(&ring);
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->opcode = 49;	/* IORING_OP_READ_MULTISHOT */
+		sqe->fd = 999;
+		sqe->flags = IOSQE_BUFFER_SELECT;
+		sqe->buf_group = 1;
+		if (i)
+			sqe->addr = 0x10;
+		else
+			sqe->len = 1;
+		run_one(&ring, sqe, 14 + (unsigned)i, &g);
+	}
+	note("multishot RECV with a len (6.18 takes it as a cap) on a pipe: -ENOTSOCK");
+	sqe = prep_recv_sel(&ring, p[0], 4, 0, 1, 16);
+	sqe->ioprio |= IORING_RECV_MULTISHOT;
+	run_one(&ring, sqe, 16, &g);
 
 	note("a plain READ takes the group's next buffer");
 	run_one(&ring, prep_read_sel(&ring, p[0], 0, 1, 0, 11), 11, &g);
