@@ -84,9 +84,8 @@ int main(void)
 			submit_expect(&ring, 1);
 			struct io_uring_cqe c1;
 			reap(&ring, &c1, 1);
-			if (c1.res != (int)(provided - checked)) {
+			if (c1.res != (int)(provided - checked))
 				mismatch++;
-			}
 			checked = provided;
 			pause_flipper(0);
 		}
