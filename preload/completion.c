@@ -377,6 +377,11 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
 			goto end;
 		}
+		/* With MSG_TRUNC a datagram's whole length comes back: the header
+		 * says so (payloadlen), the result counts only what the buffer
+		 * holds, as io_recvmsg_multishot clamps it. */
+		if (msg && (size_t)res > q->iov.iov_len)
+			res = (int)q->iov.iov_len;
 		spin_lock(&r->pool_lock);
 		pool_consume_bytes(r->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->pool_lock);
@@ -446,6 +451,36 @@ end:
 
 static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe);
 
+/* One SEND of a bundle came back: its buffer is the program's again (the
+ * kernel consumes a legacy buffer whatever the send's result), and the
+ * bundle goes on to the next buffer unless the send failed or its selection
+ * emptied the group (io_send_finish). */
+static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int res = cqe->res;
+	spin_lock(&r->pool_lock);
+	pool_consume_bytes(r->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
+	spin_unlock(&r->pool_lock);
+	cqe->user_data = q->user_data;
+	cqe->flags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+	if (res <= 0 || q->last) {
+		complete_post(r, cqe);
+		multi_end(r, q, res);
+		return 0;
+	}
+	cqe->flags |= IORING_CQE_F_MORE;
+	complete_post(r, cqe);
+	if ((res = rewrite_bundle_send(r, q))) {
+		struct io_uring_cqe end = { .user_data = q->user_data, .res = res,
+					    .flags = res == -ENOBUFS ? q->cflags : 0 };
+		complete_post(r, &end);
+		multi_end(r, q, res);
+		return 0;
+	}
+	make_ready(r, q);
+	return 0;
+}
+
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 {
 	struct req *q = req_lookup(&r->reqs, cqe->user_data);
@@ -488,6 +523,8 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		return complete_recv_wait(r, q, cqe);
 	case REQ_RECV_MULTI:
 		return complete_recv_multi(r, q, cqe);
+	case REQ_SEND_BUNDLE:
+		return complete_send_bundle(r, q, cqe);
 	case REQ_PROBE:
 		req_free(&r->reqs, q);
 		return 0;
@@ -539,10 +576,11 @@ void rewrite_followup(struct ring *r)
 	for (struct req *q = list, *next; q; q = next) {
 		next = q->next_ready;
 		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL     ? &q->orig
-						   : q->kind == REQ_RECV_MULTI ? &q->next
-									       : NULL;
+						   : q->kind == REQ_RECV_MULTI ||
+							     q->kind == REQ_SEND_BUNDLE ? &q->next
+											: NULL;
 		/* A stream's next step goes alone: its chain waits for its end. */
-		int multi = q->kind == REQ_RECV_MULTI;
+		int multi = q->kind == REQ_RECV_MULTI || q->kind == REQ_SEND_BUNDLE;
 		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0) {
 			log_error("no room in the real SQ for a held chain: its SQEs are cancelled");

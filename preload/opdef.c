@@ -9,20 +9,20 @@
 
 static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_NOP] = { .name = "NOP" },
-	[IORING_OP_READV] = { .name = "READV", .select = SELECT_AT_ISSUE, .buf = BUF_IOVEC },
-	[IORING_OP_WRITEV] = { .name = "WRITEV" },
+	[IORING_OP_READV] = { .ioprio = 1, .rw = 1, .name = "READV", .select = SELECT_AT_ISSUE, .buf = BUF_IOVEC },
+	[IORING_OP_WRITEV] = { .ioprio = 1, .rw = 1, .name = "WRITEV" },
 	[IORING_OP_FSYNC] = { .name = "FSYNC" },
-	[IORING_OP_READ_FIXED] = { .name = "READ_FIXED" },
-	[IORING_OP_WRITE_FIXED] = { .name = "WRITE_FIXED" },
+	[IORING_OP_READ_FIXED] = { .ioprio = 1, .rw = 1, .name = "READ_FIXED" },
+	[IORING_OP_WRITE_FIXED] = { .ioprio = 1, .rw = 1, .name = "WRITE_FIXED" },
 	[IORING_OP_POLL_ADD] = { .name = "POLL_ADD" },
 	[IORING_OP_POLL_REMOVE] = { .name = "POLL_REMOVE" },
 	[IORING_OP_SYNC_FILE_RANGE] = { .name = "SYNC_FILE_RANGE" },
-	[IORING_OP_SENDMSG] = { .name = "SENDMSG" },
-	[IORING_OP_RECVMSG] = { .name = "RECVMSG", .select = SELECT_WHEN_READABLE, .buf = BUF_MSGHDR,
+	[IORING_OP_SENDMSG] = { .ioprio = 1, .name = "SENDMSG" },
+	[IORING_OP_RECVMSG] = { .ioprio = 1, .name = "RECVMSG", .select = SELECT_WHEN_READABLE, .buf = BUF_MSGHDR,
 				.pollin = 1, .len_int = 1, .sock = 1 },
 	[IORING_OP_TIMEOUT] = { .name = "TIMEOUT" },
 	[IORING_OP_TIMEOUT_REMOVE] = { .name = "TIMEOUT_REMOVE" },
-	[IORING_OP_ACCEPT] = { .name = "ACCEPT" },
+	[IORING_OP_ACCEPT] = { .ioprio = 1, .name = "ACCEPT" },
 	[IORING_OP_ASYNC_CANCEL] = { .name = "ASYNC_CANCEL" },
 	[IORING_OP_LINK_TIMEOUT] = { .name = "LINK_TIMEOUT" },
 	[IORING_OP_CONNECT] = { .name = "CONNECT" },
@@ -31,14 +31,14 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_CLOSE] = { .name = "CLOSE" },
 	[IORING_OP_FILES_UPDATE] = { .name = "FILES_UPDATE" },
 	[IORING_OP_STATX] = { .name = "STATX" },
-	[IORING_OP_READ] = { .name = "READ", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN },
-	[IORING_OP_WRITE] = { .name = "WRITE" },
+	[IORING_OP_READ] = { .ioprio = 1, .rw = 1, .name = "READ", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN },
+	[IORING_OP_WRITE] = { .ioprio = 1, .rw = 1, .name = "WRITE" },
 	[IORING_OP_FADVISE] = { .name = "FADVISE" },
 	[IORING_OP_MADVISE] = { .name = "MADVISE" },
 	/* 6.10+ sends from a selected buffer: bound at issue, like a read. */
-	[IORING_OP_SEND] = { .name = "SEND", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN,
-			     .len_int = 1, .sock = 1 },
-	[IORING_OP_RECV] = { .name = "RECV", .select = SELECT_WHEN_READABLE, .buf = BUF_ADDR_LEN,
+	[IORING_OP_SEND] = { .ioprio = 1, .name = "SEND", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN,
+			     .len_int = 1, .sock = 1, .bundle = 1 },
+	[IORING_OP_RECV] = { .ioprio = 1, .name = "RECV", .select = SELECT_WHEN_READABLE, .buf = BUF_ADDR_LEN,
 			     .pollin = 1, .len_int = 1, .sock = 1, .null_putback = 1 },
 	[IORING_OP_OPENAT2] = { .name = "OPENAT2" },
 	[IORING_OP_EPOLL_CTL] = { .name = "EPOLL_CTL" },
@@ -59,9 +59,9 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_GETXATTR] = { .name = "GETXATTR" },
 	[IORING_OP_SOCKET] = { .name = "SOCKET" },
 	[IORING_OP_URING_CMD] = { .name = "URING_CMD", .select = SELECT_INVALID },
-	[IORING_OP_SEND_ZC] = { .name = "SEND_ZC" },
-	[IORING_OP_SENDMSG_ZC] = { .name = "SENDMSG_ZC" },
-	[OP_READ_MULTISHOT] = { .name = "READ_MULTISHOT", .select = SELECT_MULTISHOT, .buf = BUF_ADDR_LEN },
+	[IORING_OP_SEND_ZC] = { .ioprio = 1, .name = "SEND_ZC" },
+	[IORING_OP_SENDMSG_ZC] = { .ioprio = 1, .name = "SENDMSG_ZC" },
+	[OP_READ_MULTISHOT] = { .ioprio = 1, .rw = 1, .name = "READ_MULTISHOT", .mshot_no_len = 2, .select = SELECT_MULTISHOT, .buf = BUF_ADDR_LEN },
 	[50] = { .name = "WAITID" },
 	[51] = { .name = "FUTEX_WAIT" },
 	[52] = { .name = "FUTEX_WAKE" },
@@ -70,15 +70,20 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[55] = { .name = "FTRUNCATE" },
 	[56] = { .name = "BIND" },
 	[57] = { .name = "LISTEN" },
-	[58] = { .name = "RECV_ZC" },
+	[58] = { .ioprio = 1, .name = "RECV_ZC" },
 	[59] = { .name = "EPOLL_WAIT" },
-	[60] = { .name = "READV_FIXED" },
-	[61] = { .name = "WRITEV_FIXED" },
+	[60] = { .ioprio = 1, .rw = 1, .name = "READV_FIXED" },
+	[61] = { .ioprio = 1, .rw = 1, .name = "WRITEV_FIXED" },
 	[62] = { .name = "PIPE" },
 };
 _Static_assert(IORING_OP_LAST <= OP_LAST_KNOWN, "every opcode the headers know has a row");
 
 static const struct opdef opdef_unknown = { .name = "UNKNOWN" };
+
+int opdef_known(uint8_t opcode)
+{
+	return opcode < OP_LAST_KNOWN && opdefs[opcode].name;
+}
 
 const struct opdef *opdef_get(uint8_t opcode)
 {

@@ -43,6 +43,10 @@ struct opdef {
 	uint8_t pollin;		/* readiness that means "data to bind a buffer to" */
 	uint8_t len_int;	/* the kernel reads sqe->len as an int: negative is -EINVAL at prep */
 	uint8_t sock;		/* needs a socket: -ENOTSOCK at issue, before any buffer is selected */
+	uint8_t ioprio;		/* io_issue_defs .ioprio: takes sqe->ioprio (else -EINVAL at init) */
+	uint8_t rw;		/* prepared by io_prep_rw: ioprio_check_cap, attr_type_mask */
+	uint8_t mshot_no_len;	/* READ_MULTISHOT: a non-zero len (2: or addr) is -EINVAL at prep */
+	uint8_t bundle;		/* IORING_RECVSEND_BUNDLE selects buffer after buffer (SEND) */
 	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 };
@@ -50,6 +54,8 @@ struct opdef {
 /* The row for an opcode; unknown opcodes get a row that refuses selection
  * and emulates nothing, so the kernel answers them as it would. */
 const struct opdef *opdef_get(uint8_t opcode);
+/* Does the kernel know the opcode (else -EINVAL in io_init_req)? */
+int opdef_known(uint8_t opcode);
 
 /* Start-up check that every known opcode has a named row: 0 or -EINVAL. */
 int opdef_check(void);

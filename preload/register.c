@@ -177,6 +177,15 @@ long emu_register(const long a[6])
 			return ret;
 	}
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+	if (shadowed && (opcode == IORING_REGISTER_PERSONALITY || opcode == IORING_UNREGISTER_PERSONALITY)) {
+		struct ring *pr = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
+					  ? ring_get_registered((unsigned)a[0])
+					  : ring_get((int)a[0]);
+		if (pr) {
+			rewrite_note_personality(pr, opcode, (unsigned)a[3], ret);
+			ring_put(pr);
+		}
+	}
 	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)
 		learn_ring_fds(opcode, (const void *)a[2], (unsigned)a[3], ret);
 	if (opcode == IORING_REGISTER_PROBE && !ret)

@@ -35,6 +35,7 @@ enum req_kind {
 	REQ_RECV_MULTI,		/* a multishot RECV: a poll, then one receive per buffer */
 	REQ_CANCEL_ALL,		/* the program's cancel-all by user_data: res more were found */
 	REQ_PROBE,		/* a NOP behind a part of a batch: did the kernel take it all? */
+	REQ_SEND_BUNDLE,	/* a bundle SEND on a legacy group: one SEND per buffer */
 };
 
 enum req_flags {
@@ -78,6 +79,7 @@ struct req {
 					 * what is left queued (datagrams): the kernel tries
 					 * again at once after every CQE */
 	uint8_t loops;			/* RECV_MULTI, MSG_DONTWAIT: receives in a row */
+	uint8_t last;			/* SEND_BUNDLE: its selection emptied the group */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
 	struct io_uring_sqe *poll_slot;	/* RECV_WAIT: its POLL_ADD's real slot, while the batch drains */

@@ -24,12 +24,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <linux/capability.h>
 
 #include "preload/heap.h"
 #include "preload/log.h"
@@ -45,6 +47,9 @@
 	(IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK |         \
 	 IOSQE_ASYNC | IOSQE_BUFFER_SELECT | IOSQE_CQE_SKIP_SUCCESS)
 #define SQE_LINK_FLAGS (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)
+#ifndef IORING_RECVSEND_BUNDLE
+#define IORING_RECVSEND_BUNDLE (1U << 4)	/* 6.10 */
+#endif
 
 /* A user_data no request can have: bufsel's own tag space, generation 0xffff
  * of a slot that never exists. */
@@ -147,6 +152,89 @@ static int init_check(struct ring *r, const struct io_uring_sqe *sqe)
 		return -EINVAL;
 	if ((sqe->flags & IOSQE_IO_DRAIN) && r->drain_disabled)
 		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* ioprio_check_cap (block/ioprio.c), for io_prep_rw: 0 or the error. */
+static int ioprio_check(uint16_t ioprio)
+{
+	unsigned class = ioprio >> 13, level = ioprio & 7;
+	if (class == 1) {		/* RT: CAP_SYS_NICE or CAP_SYS_ADMIN */
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2] = { 0 };
+		if (sys_call3(SYS_capget, (long)&h, (long)d, 0) ||
+		    !(d[0].effective & ((1U << CAP_SYS_NICE) | (1U << CAP_SYS_ADMIN))))
+			return -EPERM;
+		return 0;
+	}
+	if (class == 2 || class == 3)	/* BE: every 3-bit level is valid; IDLE */
+		return 0;
+	return class == 0 && !level ? 0 : -EINVAL;
+}
+
+void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret)
+{
+	spin_lock(&r->sq_lock);
+	if (opcode == IORING_REGISTER_PERSONALITY && ret > 0) {
+		if (r->npersonality < sizeof(r->personality) / sizeof(r->personality[0]))
+			r->personality[r->npersonality++] = (uint16_t)ret;
+		else
+			r->personality_overflow = 1;
+	} else if (opcode == IORING_UNREGISTER_PERSONALITY && ret == 0) {
+		for (unsigned i = 0; i < r->npersonality; i++)
+			if (r->personality[i] == id)
+				r->personality[i] = r->personality[--r->npersonality];
+	}
+	spin_unlock(&r->sq_lock);
+}
+
+/* io_init_req: a personality the ring does not have is -EINVAL. */
+static int personality_check(const struct ring *r, uint16_t id)
+{
+	if (!id || r->personality_overflow)
+		return 0;
+	for (unsigned i = 0; i < r->npersonality; i++)
+		if (r->personality[i] == id)
+			return 0;
+	return -EINVAL;
+}
+
+#define RW_ATTR_FLAG_PI 1ULL	/* the only attribute 6.18 knows */
+
+/* sqe->attr_type_mask, where older headers have __pad2[0]. */
+static uint64_t sqe_attr_type_mask(const struct io_uring_sqe *sqe)
+{
+	uint64_t mask;
+	memcpy(&mask, (const char *)sqe + 56, sizeof(mask));
+	return mask;
+}
+
+/*
+ * What the kernel rejects before a buffer-select SQE selects anything, past
+ * init_check: io_init_req's opcode, BUFFER_SELECT and ioprio rules, in its
+ * order, then io_prep_rw's ioprio class and attribute mask.  The rest of an
+ * opcode's prep is read_request's.  0 or the error.
+ */
+static int select_prep_check(const struct ring *r, const struct io_uring_sqe *sqe,
+			     const struct opdef *def)
+{
+	if (!opdef_known(sqe->opcode))
+		return -EINVAL;
+	if ((sqe->flags & IOSQE_BUFFER_SELECT) && def->select == SELECT_REFUSED)
+		return -EOPNOTSUPP;
+	if (sqe->ioprio && !def->ioprio)
+		return -EINVAL;
+	int res = personality_check(r, sqe->personality);
+	if (res)
+		return res;
+	if (def->rw) {
+		res = sqe->ioprio ? ioprio_check(sqe->ioprio) : 0;
+		if (res)
+			return res;
+		uint64_t mask = sqe_attr_type_mask(sqe);
+		if (mask && mask != RW_ATTR_FLAG_PI)
+			return -EINVAL;
+	}
 	return 0;
 }
 
@@ -336,6 +424,13 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 				return -EFAULT;
 			*want = (uint32_t)iov.iov_len;
 		}
+		/* io_recvmsg_mshot_prep: the header, the name and the control data
+		 * must fit in an int together. */
+		if ((sqe->ioprio & IORING_RECV_MULTISHOT) &&
+		    ((int)msg->msg_namelen < 0 ||
+		     msg->msg_controllen > INT_MAX ||
+		     sizeof(struct io_uring_recvmsg_out) + msg->msg_namelen + msg->msg_controllen > INT_MAX))
+			return -EOVERFLOW;
 	}
 	return 0;
 }
@@ -702,6 +797,10 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	int res = 0;
 	if (def->select == SELECT_WHEN_READABLE)
 		res = read_request(sqe, def, &want, &tmpl);
+	/* io_recvmsg_prep, io_read_mshot_prep: a multishot request takes its
+	 * lengths from the buffers. */
+	if (!res && def->mshot_no_len && (sqe->len || (def->mshot_no_len == 2 && sqe->addr)))
+		res = -EINVAL;
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return NULL;
@@ -779,6 +878,69 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	return links ? q : NULL;
 }
 
+int rewrite_bundle_send(struct ring *r, struct req *q)
+{
+	spin_lock(&r->pool_lock);
+	int res = pool_select(r->pool, q->orig.buf_group, &q->buf);
+	if (!res && !q->buf.addr) {
+		pool_consume(r->pool, &q->buf);
+		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		res = -ENOBUFS;
+	}
+	q->last = !res && !pool_available(r->pool, q->orig.buf_group);
+	spin_unlock(&r->pool_lock);
+	if (res)
+		return res;
+	struct io_uring_sqe *sqe = &q->next;
+	*sqe = q->orig;
+	sqe->flags &= IOSQE_FIXED_FILE;
+	sqe->ioprio = 0;
+	sqe->buf_index = 0;
+	sqe->addr = q->buf.addr;
+	sqe->len = q->buf.len;
+	sqe->msg_flags |= MSG_WAITALL;	/* a bundle wants each buffer whole */
+	sqe->user_data = req_tag(&r->reqs, q);
+	return 0;
+}
+
+/*
+ * A bundle SEND (IORING_RECVSEND_BUNDLE) on a legacy group: 6.18 maps one
+ * legacy buffer per pass (io_provided_buffers_select), sends it, posts a CQE
+ * with IORING_CQE_F_MORE and goes round again until a send fails or a
+ * selection empties the group (REQ_F_BL_EMPTY): one CQE per buffer.  bufsel
+ * issues one SEND per buffer the same way (completion.c takes the steps).
+ */
+static struct req *select_send_bundle(struct ring *r, struct io_uring_sqe *sqe,
+				      struct rewrite_undo *u)
+{
+	struct req *q = req_alloc(&r->reqs);
+	if (!q) {
+		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	q->kind = REQ_SEND_BUNDLE;
+	q->user_data = sqe->user_data;
+	q->orig = *sqe;
+	int res = rewrite_bundle_send(r, q);
+	if (res) {
+		uint32_t cflags = q->cflags;
+		req_free(&r->reqs, q);
+		struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		if (s)
+			s->cflags = cflags;
+		return NULL;
+	}
+	uint8_t links = sqe->flags & SQE_LINK_FLAGS;
+	q->flags |= (links ? REQ_LINKED : 0) | (links & IOSQE_IO_HARDLINK ? REQ_HARDLINK : 0);
+	uint8_t keep = sqe->flags & (IOSQE_IO_DRAIN | IOSQE_ASYNC);
+	*sqe = q->next;
+	sqe->flags |= keep;
+	u->kind = UNDO_SELECT;
+	u->req = q;
+	/* The rest of the chain runs when the bundle ends (multi_end). */
+	return links ? q : NULL;
+}
+
 static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			struct rewrite_undo *u)
 {
@@ -794,6 +956,30 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
 	else
 		select_now(r, sqe, def, want, NULL, u);
+}
+
+static struct req *select_issue(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+				struct rewrite_undo *u)
+{
+	if (!def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE)) {
+		select_read(r, sqe, def, u);
+		return NULL;
+	}
+	uint32_t want;
+	int res = read_request(sqe, def, &want, NULL);
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_PREP, u);
+		return NULL;
+	}
+	if (bad_fd(sqe))
+		res = -EBADF;
+	else if (not_a_socket(sqe, def))
+		res = -ENOTSOCK;
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	return select_send_bundle(r, sqe, u);
 }
 
 /* ---- chains ---- */
@@ -834,6 +1020,8 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 		return res;
 	if (def->emulated)
 		return emulated_prep(sqe, def->emulated);
+	if ((res = select_prep_check(r, sqe, def)))
+		return res;
 	uint32_t want;
 	struct msghdr msg;
 	return read_request(sqe, def, &want, &msg);
@@ -920,6 +1108,11 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		spin_unlock(&r->pool_lock);
 		if (ring_group || init_check(r, sqe))
 			return NULL;	/* the kernel's group, or the kernel's error */
+		int res = select_prep_check(r, sqe, def);
+		if (res) {
+			standin(r, sqe, res, FAIL_AT_PREP, u);
+			return NULL;
+		}
 	}
 	if (in_chain && (def->emulated || (select && def->select != SELECT_REFUSED &&
 					   def->select != SELECT_NEWER_KERNEL))) {
@@ -939,8 +1132,7 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	switch (def->select) {
 	case SELECT_AT_ISSUE:
-		select_read(r, sqe, def, u);
-		return NULL;
+		return select_issue(r, sqe, def, u);
 	case SELECT_WHEN_READABLE:
 		if (sqe->ioprio & IORING_RECV_MULTISHOT)
 			return select_recv_multi(r, sqe, def, u);

@@ -51,8 +51,15 @@ int rewrite_bind_recv(struct ring *r, struct req *q);
  * when the group is empty) a receive on a buffer selected now. */
 void rewrite_multi_poll(struct ring *r, struct req *q);
 int rewrite_multi_recv(struct ring *r, struct req *q);
+/* A bundle SEND's next step into q->next: a SEND on the group's next buffer
+ * (q->last says whether that emptied the group); 0, or -ENOBUFS with
+ * q->cflags set if a NULL buffer was consumed. */
+int rewrite_bundle_send(struct ring *r, struct req *q);
 
 extern const struct ring_hooks rewrite_hooks;
+
+/* register.c: the program's IORING_(UN)REGISTER_PERSONALITY returned ret. */
+void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret);
 
 /* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
  * chains that completions made ready to issue. */

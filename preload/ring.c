@@ -137,9 +137,12 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
 		return (int)(long)m;
 	r->scratch = m;
 	r->scratch_len = len;
+	/* Widest alignment first: the undo records and the CQEs hold 64-bit
+	 * fields, prog_end is 4-byte, so it goes last (an odd sq_entries
+	 * would misalign whatever followed it). */
 	r->undo = m;
-	r->prog_end = (unsigned *)((char *)m + undo);
-	r->synth = (struct cqe_queue){ .v = (void *)((char *)m + undo + prog_end), .cap = CQE_QUEUE_RESERVE };
+	r->synth = (struct cqe_queue){ .v = (void *)((char *)m + undo), .cap = CQE_QUEUE_RESERVE };
+	r->prog_end = (unsigned *)((char *)m + len - prog_end);
 	return 0;
 }
 

@@ -90,6 +90,13 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	unsigned features;
 
 	struct shadow sh;	/* bufsel's mapping of the shadow */
+	/* Personalities registered on the ring (rewrite.c checks an emulated
+	 * SQE's as io_init_req does); past the table's size, all are taken. */
+	uint16_t personality[32];
+	uint8_t npersonality, personality_overflow;
+	unsigned sq_head;	/* the shadow SQ head as bufsel keeps it: the kernel keeps
+				 * its own and never reads the program-visible one back
+				 * (submit.c; under sq_lock) */
 
 	/* The real ring, as mapped by bufsel (or bufsel's memory the kernel
 	 * uses for it, on an unpinned ring). */

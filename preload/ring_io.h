@@ -27,6 +27,7 @@ struct submit_batch {
 	unsigned sh_head;	/* shadow head before the batch */
 	unsigned real_tail;	/* real tail before the batch */
 	int barrier;		/* stopped before an SQE that must go to the kernel alone */
+	int empty;		/* nothing to submit: the kernel leaves the SQ head alone */
 };
 
 /* Caller holds r->sq_lock for both. */

@@ -14,6 +14,7 @@
 #include "preload/ring_io.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "preload/compat.h"
 
@@ -24,19 +25,27 @@ static inline void real_slot_publish(struct ring *r, unsigned slot)
 		atomic_store_explicit(&r->rsq_array[slot], slot, memory_order_relaxed);
 }
 
+/* The SQ head moves: bufsel's copy, and the one the program sees. */
+static void sq_head_set(struct ring *r, unsigned head)
+{
+	r->sq_head = head;
+	atomic_store_explicit(r->sh.sq_head, head, memory_order_release);
+}
+
 /* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
  * must wait (a barrier: the kernel has to see what precedes it first). */
-static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *prog,
+static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *shared,
 		     int sqpoll)
 {
+	/* The kernel reads each SQE field once; a program thread may be
+	 * writing this one now.  Everything below is decided from one copy,
+	 * and the compiler may not go back to the shared SQE after it. */
+	struct io_uring_sqe copy;
+	memcpy(&copy, shared, sizeof(copy));
+	__asm__ volatile("" ::: "memory");
+	const struct io_uring_sqe *src = &copy;
 	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
-	struct io_uring_sqe cp;
-	const struct io_uring_sqe *src = prog;
-	if (compat_emulating()) {
-		cp = *prog;
-		compat_sqe(&cp);
-		src = &cp;
-	}
+	compat_sqe(&copy);
 	int in_chain = st->linked;
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
@@ -82,15 +91,22 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 {
 	struct shadow *s = &r->sh;
-	unsigned head = atomic_load_explicit(s->sq_head, memory_order_relaxed);
+	/* The kernel's SQ head is its own (cached_sq_head): what the program
+	 * writes to the visible one changes nothing. */
+	unsigned head = r->sq_head;
 	unsigned avail = atomic_load_explicit(s->sq_tail, memory_order_acquire) - head;
+	/* io_sqring_entries: never more than the SQ holds, however far the
+	 * tail is ahead, so SQEs bufsel holds back are bounded as the SQ is. */
+	if (avail > s->sq_entries)
+		avail = s->sq_entries;
 	unsigned rtail = atomic_load_explicit(r->rsq_tail, memory_order_relaxed);
 	unsigned rspace = r->rsq_entries - (rtail - atomic_load_explicit(r->rsq_head, memory_order_acquire));
 	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
 	/* An SQPOLL kernel takes everything published, whatever to_submit says. */
 	unsigned n = sqpoll || to_submit > avail ? avail : to_submit;
 
-	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail };
+	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail,
+				    .empty = !n };
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = s->lay.no_sqarray ? (head + i) & s->sq_mask
@@ -125,12 +141,12 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	}
 	b->copied = b->st.copied;
 	atomic_store_explicit(r->rsq_tail, rtail + b->copied, memory_order_release);
-	if (sqpoll) {
+	if (sqpoll && n) {
 		/* The SQ thread owns what we published; the batch is done now. */
 		unsigned consumed = b->prog + (unsigned)b->dropped;
 		if (b->dropped)
 			atomic_fetch_add(s->sq_dropped, 1);
-		atomic_store_explicit(s->sq_head, head + consumed, memory_order_release);
+		sq_head_set(r, head + consumed);
 	}
 }
 
@@ -150,10 +166,11 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
 	if (b->dropped && taken == b->copied && kret >= 0) {
 		atomic_fetch_add(s->sq_dropped, 1);
-		atomic_store_explicit(s->sq_head, b->sh_head + consumed + 1, memory_order_release);
+		sq_head_set(r, b->sh_head + consumed + 1);
 		return consumed;
 	}
-	atomic_store_explicit(s->sq_head, b->sh_head + consumed, memory_order_release);
+	if (!b->empty)
+		sq_head_set(r, b->sh_head + consumed);
 	return consumed;
 }
 
