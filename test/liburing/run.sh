@@ -16,7 +16,9 @@
 # Environment: LIBURING_TARBALL, B (build dir), TIMEOUT (seconds per test,
 # default 60, SIGINT then SIGKILL after as long again, as liburing's
 # runtests.sh), SUITE_JOBS (parallel tests, default 2), SUITE_TESTS (names
-# to run instead of all), SUITE_RECHECK=0 (no rechecks).
+# to run instead of all), SUITE_RECHECK=0 (no rechecks), SUITE_REPORT=1 (no
+# run: the table again from the last run's results, e.g. after editing the
+# exclusions).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -144,36 +146,40 @@ if [ -f "$EXCL" ]; then
 	done <"$EXCL"
 fi
 
-# ---- run directories: one per mode, so tests' files never meet -----------
-rm -rf "$OUT/run" "$OUT/res" "$OUT/logs"
-mkdir -p "$OUT/run"
-for m in "${MODES[@]}"; do
-	mkdir -p "$OUT/res/$m" "$OUT/logs/$m"
-	is_user_mode "$m" || cp -al "$SRC/test" "$OUT/run/$m"
-done
-# The unprivileged runs need every directory on the way readable: a private
-# copy of the tests and the library under a fresh directory in /tmp.
-USERDIR=$(mktemp -d /tmp/bufsel-liburing-suite.XXXXXX)
-trap 'rm -rf "$USERDIR"' EXIT
-chmod 755 "$USERDIR"
-cp "$LIB" "$USERDIR/libbufsel.so"
-for m in user-native user; do
-	cp -a "$SRC/test" "$USERDIR/$m"
-	chown -R $NOBODY:$NOBODY "$USERDIR/$m"
-done
-export OUT LIB USERDIR TIMEOUT
-
-# ---- the parallel pass: mode after mode, as liburing's runtests-parallel --
-# runs different tests side by side, never one test twice at once.
-echo "== liburing-suite: ${#TESTS[@]} tests (${#USER_TEST[@]} also unprivileged)," \
-	"${SUITE_JOBS} jobs, timeout ${TIMEOUT}s"
 t0=$EPOCHREALTIME
-for m in "${MODES[@]}"; do
-	for t in "${TESTS[@]}"; do
-		if is_user_mode "$m" && [ -z "${USER_TEST[$t]:-}" ]; then continue; fi
-		echo "$m $t 1"
+if [ "${SUITE_REPORT:-0}" = 0 ]; then
+	# ---- run directories: one per mode, so tests' files never meet -----------
+	rm -rf "$OUT/run" "$OUT/res" "$OUT/logs"
+	mkdir -p "$OUT/run"
+	for m in "${MODES[@]}"; do
+		mkdir -p "$OUT/res/$m" "$OUT/logs/$m"
+		is_user_mode "$m" || cp -al "$SRC/test" "$OUT/run/$m"
 	done
-done | xargs -P "$SUITE_JOBS" -L 1 bash "$ROOT/test/liburing/run.sh" --job
+	# The unprivileged runs need every directory on the way readable: a private
+	# copy of the tests and the library under a fresh directory in /tmp.
+	USERDIR=$(mktemp -d /tmp/bufsel-liburing-suite.XXXXXX)
+	trap 'rm -rf "$USERDIR"' EXIT
+	chmod 755 "$USERDIR"
+	cp "$LIB" "$USERDIR/libbufsel.so"
+	for m in user-native user; do
+		cp -a "$SRC/test" "$USERDIR/$m"
+		chown -R $NOBODY:$NOBODY "$USERDIR/$m"
+	done
+	export OUT LIB USERDIR TIMEOUT
+
+	# ---- the parallel pass: mode after mode, as liburing's runtests-parallel --
+	# runs different tests side by side, never one test twice at once.
+	echo "== liburing-suite: ${#TESTS[@]} tests (${#USER_TEST[@]} also unprivileged)," \
+		"${SUITE_JOBS} jobs, timeout ${TIMEOUT}s"
+	for m in "${MODES[@]}"; do
+		for t in "${TESTS[@]}"; do
+			if is_user_mode "$m" && [ -z "${USER_TEST[$t]:-}" ]; then continue; fi
+			echo "$m $t 1"
+		done
+	done | xargs -P "$SUITE_JOBS" -L 1 bash "$ROOT/test/liburing/run.sh" --job
+else
+	SUITE_RECHECK=0
+fi
 
 res() { # mode test attempt field(1 status, 2 seconds)
 	local f=$OUT/res/$1/$2.$3
@@ -211,14 +217,16 @@ for t in "${TESTS[@]}"; do
 		# A hang where the native run took under a quarter of the timeout
 		# is not timing noise: no recheck.
 		natsecs=$(res "$base" "$t" 1 2)
-		if [ "$SUITE_RECHECK" != 0 ] && { [ "$got" != hang ] ||
-			awk -v s="$natsecs" -v t="$TIMEOUT" 'BEGIN { exit !(s >= t / 4) }'; }; then
-			run_one "$base" "$t" 2
-			run_one "$m" "$t" 2
-			nat2=$(res "$base" "$t" 2 1)
+		if [ -f "$OUT/res/$m/$t.2" ] || { [ "$SUITE_RECHECK" != 0 ] && { [ "$got" != hang ] ||
+			awk -v s="$natsecs" -v t="$TIMEOUT" 'BEGIN { exit !(s >= t / 4) }'; }; }; then
+			if [ ! -f "$OUT/res/$m/$t.2" ]; then
+				run_one "$base" "$t" "2-$m"
+				run_one "$m" "$t" 2
+			fi
+			nat2=$(res "$base" "$t" "2-$m" 1)
 			got2=$(res "$m" "$t" 2 1)
 			echo "$t $m: attempt 1 native $nat $natsecs s, $m $got $(res "$m" "$t" 1 2) s;" \
-				"attempt 2 (serial) native $nat2 $(res "$base" "$t" 2 2) s," \
+				"attempt 2 (serial) native $nat2 $(res "$base" "$t" "2-$m" 2) s," \
 				"$m $got2 $(res "$m" "$t" 2 2) s" >>"$OUT/results.log"
 			if [ "$nat2" = "$got2" ] && { [ "$nat2" = pass ] || [ "$nat2" = skip ]; }; then
 				MARK[$key]=rechecked; rechecked=$((rechecked + 1)); passed=$((passed + 1))
@@ -238,7 +246,12 @@ for key in "${!EXCLUDED[@]}"; do
 		echo "liburing-suite: warning: stale exclusion, $t in $m was not run" | tee -a "$OUT/results.log"
 	fi
 done
-wall=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+if [ "${SUITE_REPORT:-0}" = 0 ]; then
+	wall=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+	echo "$wall" >"$OUT/wall"
+else
+	wall=$(cat "$OUT/wall" 2>/dev/null || echo "?")
+fi
 
 # ---- the table ------------------------------------------------------------
 # Cell: status and seconds; "!" a difference, "x" an excluded difference,
