@@ -58,7 +58,7 @@ run_one() {
 	local -a pre=()
 	if is_user_mode "$mode"; then
 		dir=$USERDIR/$mode
-		pre=(setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups)
+		pre=(setpriv "--reuid=$NOBODY" "--regid=$NOBODY" --clear-groups)
 		env=${MODE_ENV[$mode]//@LIB@/$USERDIR/libbufsel.so}
 		env="HOME=$dir $env"
 	else
@@ -236,7 +236,7 @@ for t in "${TESTS[@]}"; do
 			echo "$t $m: native $nat $natsecs s, $m $got $(res "$m" "$t" 1 2) s (not rechecked)" \
 				>>"$OUT/results.log"
 		fi
-		MARK[$key]=diff; failed=$((failed + 1))
+		MARK[$key]="diff"; failed=$((failed + 1))
 	done
 done
 # Exclusions naming a test or mode that did not run are stale as well.
