@@ -4,6 +4,7 @@
 #   make asan       the same build and tests under ASan+UBSan (build-asan/)
 #   make demo       install Debian deps if missing, build, run a liburing program under bufsel
 #   make bench      the A/B benchmark suite (make bench-quick: a shorter one)
+#   make liburing-suite  liburing's own test suite natively and under bufsel in each mode
 #   make install PREFIX=/usr/local
 
 B        ?= build
@@ -35,7 +36,7 @@ UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
 	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o heap.o insn.o compat.o)
 
-.PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf
+.PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite
 all: $(B)/libbufsel.so $(B)/bufsel
 
 $(B)/obj/%.o: %.c
@@ -145,6 +146,13 @@ asan:
 
 demo:
 	@sh test/demo.sh
+
+# liburing's test suite (LIBURING_TARBALL, built once in $(B)/liburing-suite/)
+# natively and under bufsel in every mode; fails on a difference not listed in
+# test/liburing/exclusions.  TIMEOUT=, SUITE_JOBS=, SUITE_TESTS=.
+LIBURING_TARBALL ?= $(lastword $(sort $(wildcard $(CURDIR)/../shared/third_party/liburing-*.tar.gz)))
+liburing-suite: all
+	LIBURING_TARBALL=$(LIBURING_TARBALL) B=$(B) bash test/liburing/run.sh
 
 # Static analysis of the sources (what make builds, with its -std=gnu11 -I.):
 # cppcheck with test/cppcheck.supp, clang-tidy with .clang-tidy, one file per

@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# make liburing-suite: liburing's own test suite, natively and under bufsel.
+#
+# Builds liburing (library and tests only) from LIBURING_TARBALL into
+# $B/liburing-suite/src once, then runs every test/*.t natively and in each
+# bufsel mode, as root, and the tests whose behaviour depends on the user
+# also as an unprivileged user (uid/gid 65534), natively and under bufsel.
+# A test's result under bufsel (pass = exit 0, skip = 77, hang = timed out,
+# fail = anything else) must equal its native result; a test that fails or
+# hangs natively is shown but not compared (there is no native behaviour to
+# match).  Differences listed in test/liburing/exclusions are reported as
+# excluded; every other difference fails the run.  A difference may be
+# rechecked once, natively and in that mode one after the other with nothing
+# else running; both attempts are in the table and in results.log.
+#
+# Environment: LIBURING_TARBALL, B (build dir), TIMEOUT (seconds per test,
+# default 60, SIGINT then SIGKILL after as long again, as liburing's
+# runtests.sh), SUITE_JOBS (parallel tests, default 2), SUITE_TESTS (names
+# to run instead of all), SUITE_RECHECK=0 (no rechecks), SUITE_REPORT=1 (no
+# run: the table again from the last run's results, e.g. after editing the
+# exclusions).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${B:-build}
+case $B in /*) ;; *) B=$ROOT/$B ;; esac
+OUT=$B/liburing-suite
+SRC=$OUT/src
+LIB=$B/libbufsel.so
+EXCL=$ROOT/test/liburing/exclusions
+: "${TIMEOUT:=60}"
+: "${SUITE_JOBS:=2}"
+: "${SUITE_RECHECK:=1}"
+NOBODY=65534
+
+# Mode name -> environment of the test (native has none).  The "user" modes
+# run through setpriv as uid/gid 65534 with no supplementary groups.
+MODES=(native default patch-off passthrough kernel-5.6 user-native user)
+declare -A MODE_ENV=(
+	[native]=""
+	[default]="LD_PRELOAD=@LIB@"
+	[patch-off]="LD_PRELOAD=@LIB@ BUFSEL_PATCH=off"
+	[passthrough]="LD_PRELOAD=@LIB@ BUFSEL_MODE=passthrough"
+	[kernel-5.6]="LD_PRELOAD=@LIB@ BUFSEL_KERNEL=5.6"
+	[user-native]=""
+	[user]="LD_PRELOAD=@LIB@"
+)
+# Each compared mode and the native run it must match.
+declare -A BASE=([default]=native [patch-off]=native [passthrough]=native
+	[kernel-5.6]=native [user]=user-native)
+COMPARED=(default patch-off passthrough kernel-5.6 user)
+
+is_user_mode() { [[ $1 == user* ]]; }
+
+# One test in one mode; writes "status seconds exit" to res/MODE/TEST.ATTEMPT.
+run_one() {
+	local mode=$1 t=$2 attempt=$3 dir env rc status start end secs
+	local -a pre=()
+	if is_user_mode "$mode"; then
+		dir=$USERDIR/$mode
+		pre=(setpriv "--reuid=$NOBODY" "--regid=$NOBODY" --clear-groups)
+		env=${MODE_ENV[$mode]//@LIB@/$USERDIR/libbufsel.so}
+		env="HOME=$dir $env"
+	else
+		dir=$OUT/run/$mode
+		env=${MODE_ENV[$mode]//@LIB@/$LIB}
+	fi
+	local log=$OUT/logs/$mode/$t.$attempt.log
+	start=$EPOCHREALTIME
+	# shellcheck disable=SC2086  # env is a list of NAME=VALUE words
+	(cd "$dir" && exec timeout -s INT -k "$TIMEOUT" "$TIMEOUT" "${pre[@]}" \
+		env -u XDG_CONFIG_HOME $env "./$t.t") >"$log" 2>&1 </dev/null
+	rc=$?
+	end=$EPOCHREALTIME
+	secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+	case $rc in
+	0) status=pass ;;
+	77) status=skip ;;
+	124|137) status=hang ;;
+	*) status=fail ;;
+	esac
+	echo "$status $secs $rc" >"$OUT/res/$mode/$t.$attempt"
+}
+
+if [ "${1:-}" = --job ]; then
+	run_one "$2" "$3" "$4"
+	exit 0
+fi
+
+# ---- build ----------------------------------------------------------------
+if [ -z "${LIBURING_TARBALL:-}" ]; then
+	LIBURING_TARBALL=$(ls "$ROOT"/../shared/third_party/liburing-*.tar.gz 2>/dev/null | tail -n1)
+fi
+if [ ! -f "${LIBURING_TARBALL:-}" ]; then
+	echo "liburing-suite: no tarball (set LIBURING_TARBALL=path/liburing-X.tar.gz)" >&2
+	exit 2
+fi
+if [ ! -f "$LIB" ]; then
+	echo "liburing-suite: $LIB is missing (make first)" >&2
+	exit 2
+fi
+mkdir -p "$OUT"
+stamp="$(readlink -f "$LIBURING_TARBALL") $(stat -c '%s %Y' "$LIBURING_TARBALL")"
+if [ "$(cat "$OUT/built" 2>/dev/null)" != "$stamp" ]; then
+	echo "== building liburing from $LIBURING_TARBALL in $SRC"
+	rm -rf "$SRC" "$OUT/built"
+	mkdir -p "$SRC"
+	tar -xzf "$LIBURING_TARBALL" -C "$SRC" --strip-components=1 || exit 2
+	# Library and tests only: examples are not run.
+	if ! (cd "$SRC" && ./configure && make -C src -j"$SUITE_JOBS" &&
+		make -C test -j"$SUITE_JOBS") >"$OUT/build.log" 2>&1; then
+		tail -n 30 "$OUT/build.log"
+		echo "liburing-suite: build failed, see $OUT/build.log" >&2
+		exit 2
+	fi
+	echo "$stamp" >"$OUT/built"
+fi
+
+# ---- what to run ----------------------------------------------------------
+cd "$SRC/test" || exit 2
+if [ -n "${SUITE_TESTS:-}" ]; then
+	read -r -a TESTS <<<"$SUITE_TESTS"
+else
+	TESTS=()
+	for f in *.t; do TESTS+=("${f%.t}"); done
+fi
+# Tests that behave differently without root: their source checks the uid,
+# or they create SQPOLL rings or register buffers through helpers.c, which
+# skips those for a non-root user.
+declare -A USER_TEST=()
+for t in "${TESTS[@]}"; do
+	s=$(ls "$t".c "$t".cc 2>/dev/null | head -n1)
+	[ -n "$s" ] || continue
+	if grep -qE 'gete?uid\(\)' "$s" || grep -q 't_register_buffers' "$s" ||
+		{ grep -q 't_create_ring' "$s" && grep -q 'SQPOLL' "$s"; }; then
+		USER_TEST[$t]=1
+	fi
+done
+
+# Excluded differences: "test mode reason...".
+declare -A EXCLUDED=()
+if [ -f "$EXCL" ]; then
+	while read -r t m reason; do
+		case $t in ''|'#'*) continue ;; esac
+		EXCLUDED["$t $m"]=$reason
+	done <"$EXCL"
+fi
+
+t0=$EPOCHREALTIME
+if [ "${SUITE_REPORT:-0}" = 0 ]; then
+	# ---- run directories: one per mode, so tests' files never meet -----------
+	rm -rf "$OUT/run" "$OUT/res" "$OUT/logs"
+	mkdir -p "$OUT/run"
+	for m in "${MODES[@]}"; do
+		mkdir -p "$OUT/res/$m" "$OUT/logs/$m"
+		is_user_mode "$m" || cp -al "$SRC/test" "$OUT/run/$m"
+	done
+	# The unprivileged runs need every directory on the way readable: a private
+	# copy of the tests and the library under a fresh directory in /tmp.
+	USERDIR=$(mktemp -d /tmp/bufsel-liburing-suite.XXXXXX)
+	trap 'rm -rf "$USERDIR"' EXIT
+	chmod 755 "$USERDIR"
+	cp "$LIB" "$USERDIR/libbufsel.so"
+	for m in user-native user; do
+		cp -a "$SRC/test" "$USERDIR/$m"
+		chown -R $NOBODY:$NOBODY "$USERDIR/$m"
+	done
+	export OUT LIB USERDIR TIMEOUT
+
+	# ---- the parallel pass: mode after mode, as liburing's runtests-parallel --
+	# runs different tests side by side, never one test twice at once.
+	echo "== liburing-suite: ${#TESTS[@]} tests (${#USER_TEST[@]} also unprivileged)," \
+		"${SUITE_JOBS} jobs, timeout ${TIMEOUT}s"
+	for m in "${MODES[@]}"; do
+		for t in "${TESTS[@]}"; do
+			if is_user_mode "$m" && [ -z "${USER_TEST[$t]:-}" ]; then continue; fi
+			echo "$m $t 1"
+		done
+	done | xargs -P "$SUITE_JOBS" -L 1 bash "$ROOT/test/liburing/run.sh" --job
+else
+	SUITE_RECHECK=0
+fi
+
+res() { # mode test attempt field(1 status, 2 seconds)
+	local f=$OUT/res/$1/$2.$3
+	[ -f "$f" ] || { echo -; return; }
+	awk -v n="$4" '{ print $n }' "$f"
+}
+
+# ---- compare, recheck -----------------------------------------------------
+: >"$OUT/results.log"
+declare -A MARK=()   # "test mode" -> ok | diff | excluded | rechecked | nc
+passed=0 failed=0 excluded=0 notcmp=0 rechecked=0
+for t in "${TESTS[@]}"; do
+	for m in "${COMPARED[@]}"; do
+		[ -f "$OUT/res/$m/$t.1" ] || continue
+		base=${BASE[$m]}
+		nat=$(res "$base" "$t" 1 1)
+		got=$(res "$m" "$t" 1 1)
+		key="$t $m"
+		if [ "$nat" != pass ] && [ "$nat" != skip ]; then
+			MARK[$key]=nc; notcmp=$((notcmp + 1)); continue
+		fi
+		if [ "$nat" = "$got" ]; then
+			MARK[$key]=ok; passed=$((passed + 1))
+			if [ -n "${EXCLUDED[$key]:-}" ]; then
+				echo "liburing-suite: warning: stale exclusion, $t in $m matches native ($got)" |
+					tee -a "$OUT/results.log"
+			fi
+			continue
+		fi
+		if [ -n "${EXCLUDED[$key]:-}" ]; then
+			MARK[$key]=excluded; excluded=$((excluded + 1))
+			echo "$t $m: native $nat, $m $got: excluded (${EXCLUDED[$key]})" >>"$OUT/results.log"
+			continue
+		fi
+		# A hang where the native run took under a quarter of the timeout
+		# is not timing noise: no recheck.
+		natsecs=$(res "$base" "$t" 1 2)
+		if [ -f "$OUT/res/$m/$t.2" ] || { [ "$SUITE_RECHECK" != 0 ] && { [ "$got" != hang ] ||
+			awk -v s="$natsecs" -v t="$TIMEOUT" 'BEGIN { exit !(s >= t / 4) }'; }; }; then
+			if [ ! -f "$OUT/res/$m/$t.2" ]; then
+				run_one "$base" "$t" "2-$m"
+				run_one "$m" "$t" 2
+			fi
+			nat2=$(res "$base" "$t" "2-$m" 1)
+			got2=$(res "$m" "$t" 2 1)
+			echo "$t $m: attempt 1 native $nat $natsecs s, $m $got $(res "$m" "$t" 1 2) s;" \
+				"attempt 2 (serial) native $nat2 $(res "$base" "$t" "2-$m" 2) s," \
+				"$m $got2 $(res "$m" "$t" 2 2) s" >>"$OUT/results.log"
+			if [ "$nat2" = "$got2" ] && { [ "$nat2" = pass ] || [ "$nat2" = skip ]; }; then
+				MARK[$key]=rechecked; rechecked=$((rechecked + 1)); passed=$((passed + 1))
+				continue
+			fi
+		else
+			echo "$t $m: native $nat $natsecs s, $m $got $(res "$m" "$t" 1 2) s (not rechecked)" \
+				>>"$OUT/results.log"
+		fi
+		MARK[$key]="diff"; failed=$((failed + 1))
+	done
+done
+# Exclusions naming a test or mode that did not run are stale as well.
+for key in "${!EXCLUDED[@]}"; do
+	read -r t m <<<"$key"
+	if [ -z "${MARK[$key]:-}" ] && [ -z "${SUITE_TESTS:-}" ]; then
+		echo "liburing-suite: warning: stale exclusion, $t in $m was not run" | tee -a "$OUT/results.log"
+	fi
+done
+if [ "${SUITE_REPORT:-0}" = 0 ]; then
+	wall=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+	echo "$wall" >"$OUT/wall"
+else
+	wall=$(cat "$OUT/wall" 2>/dev/null || echo "?")
+fi
+
+# ---- the table ------------------------------------------------------------
+# Cell: status and seconds; "!" a difference, "x" an excluded difference,
+# "~" a difference that did not reproduce on the serial recheck (both
+# attempts shown), "?" not compared (the native run failed or hung).
+cell() { # mode test
+	local m=$1 t=$2 s mark=""
+	[ -f "$OUT/res/$m/$t.1" ] || { echo "-"; return; }
+	s="$(res "$m" "$t" 1 1) $(res "$m" "$t" 1 2)"
+	case ${MARK["$t $m"]:-} in
+	diff) mark="!" ;;
+	excluded) mark="x" ;;
+	nc) mark="?" ;;
+	rechecked) mark="~" ;;
+	esac
+	if [ -f "$OUT/res/$m/$t.2" ]; then
+		s="$s / $(res "$m" "$t" 2 1) $(res "$m" "$t" 2 2)"
+	fi
+	echo "$mark$s"
+}
+{
+	echo "| test | native | default | patch-off | passthrough | kernel-5.6 | user native | user |"
+	echo "|---|---|---|---|---|---|---|---|"
+	for t in "${TESTS[@]}"; do
+		row="| $t"
+		for m in "${MODES[@]}"; do row="$row | $(cell "$m" "$t")"; done
+		echo "$row |"
+	done
+} >"$OUT/table.md"
+fmt="%-28s %-14s %-14s %-14s %-14s %-14s %-14s %s\n"
+# shellcheck disable=SC2059
+printf "$fmt" test native default patch-off passthrough kernel-5.6 user-native user
+tail -n +3 "$OUT/table.md" | while IFS='|' read -r _ t a b c d e f g _; do
+	# shellcheck disable=SC2059
+	printf "$fmt" $t "$(echo $a)" "$(echo $b)" "$(echo $c)" "$(echo $d)" "$(echo $e)" "$(echo $f)" "$(echo $g)"
+done
+{
+	echo "# liburing-suite"
+	echo
+	echo "liburing $(basename "$LIBURING_TARBALL" .tar.gz), kernel $(uname -r), ${SUITE_JOBS} jobs," \
+		"timeout ${TIMEOUT}s, wall ${wall}s. Cells: status and seconds;" \
+		"! a difference, x an excluded difference, ~ a difference that did not reproduce" \
+		"on the serial recheck (second attempt after /), ? not compared (fails or hangs natively)."
+	echo
+	cat "$OUT/table.md"
+	echo
+	echo "$passed passed, $failed failed, $excluded excluded, $notcmp not compared, $rechecked passed on recheck"
+} >"$OUT/results.md"
+grep -v '^liburing-suite: warning' "$OUT/results.log" | sed 's/^/  /'
+echo "liburing-suite: $excluded excluded, $notcmp not compared (native fail or hang)," \
+	"$rechecked passed only on recheck; wall ${wall}s; table in $OUT/results.md"
+echo "liburing-suite: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
