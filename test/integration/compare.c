@@ -67,6 +67,7 @@
 	X(fork, 10, true, true)                \
 	X(wait_timeout, 10, true, true)        \
 	X(eintr, 10, true, true)               \
+	X(wait_early, 10, true, true)          \
 	X(dup_fd, 10, true, true)              \
 	X(fd_reuse, 10, true, true)            \
 	X(registered_ring, 10, true, true)     \
