@@ -114,17 +114,19 @@ unsigned complete_reap(struct ring *r)
 	return posted;
 }
 
-unsigned complete_wait_begin(struct ring *r, unsigned min_complete)
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete, unsigned *target)
 {
 	spin_lock(&r->cq_lock);
 	unsigned ready = complete_ready(r), want = 0;
 	if (ready < min_complete) {
 		r->cq_waiters++;
-		unsigned unreleased = r->rcq_taken - atomic_load_explicit(r->rcq_head, memory_order_relaxed);
+		unsigned head = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
+		unsigned unreleased = r->rcq_taken - head;
 		want = unreleased + (min_complete - ready);
 		/* The kernel clamps it to the CQ size as well. */
 		if (want > r->rcq_entries)
 			want = r->rcq_entries;
+		*target = head + want;
 	}
 	spin_unlock(&r->cq_lock);
 	return want;

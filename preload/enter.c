@@ -15,6 +15,7 @@
 #include "preload/mover.h"
 #include "preload/state.h"
 #include "preload/sys.h"
+#include "preload/uaccess.h"
 
 #define ENTER_SUBMIT_FLAGS (IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT)
 
@@ -72,9 +73,47 @@ static unsigned reap_and_follow(struct ring *r)
 	return n;
 }
 
+#ifndef IORING_ENTER_ABS_TIMER
+#define IORING_ENTER_ABS_TIMER (1U << 5)
+#endif
+#ifndef IORING_ENTER_EXT_ARG_REG
+#define IORING_ENTER_EXT_ARG_REG (1U << 6)
+#endif
+
+/*
+ * min_wait: once min_wait_usec has passed, the kernel's wait ends if the CQ
+ * holds any CQE at all.  CQEs already in the shadow are not in the real CQ,
+ * so the kernel would not count them: with some ready, the wait is the
+ * program's, cut to min_wait (its -ETIME then reads as 0, CQEs being ready).
+ * Returns the argument to pass to the kernel: *ga filled, or argp.
+ */
+static const void *min_wait_arg(unsigned flags, const void *argp, size_t argsz,
+				struct io_uring_getevents_arg *ga, struct __kernel_timespec *ts)
+{
+	if ((flags & (IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER | IORING_ENTER_EXT_ARG_REG)) !=
+		    IORING_ENTER_EXT_ARG ||
+	    argsz != sizeof(*ga) || copy_from_prog(ga, argp, sizeof(*ga)) || !ga->pad)
+		return argp;
+	uint64_t usec = ga->pad;
+	if (ga->ts) {
+		struct __kernel_timespec t;
+		if (copy_from_prog(&t, (const void *)(uintptr_t)ga->ts, sizeof(t)))
+			return argp;
+		if (t.tv_sec < 0 || (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000 < usec)
+			return argp;
+	}
+	ts->tv_sec = (long long)(usec / 1000000);
+	ts->tv_nsec = (long long)(usec % 1000000) * 1000;
+	ga->ts = (uint64_t)(uintptr_t)ts;
+	ga->pad = 0;
+	return ga;
+}
+
 static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
 		       size_t argsz)
 {
+	struct io_uring_getevents_arg ga;
+	struct __kernel_timespec mts;
 	/* What completed by now is in the CQ when the kernel's enter returns,
 	 * even when the CQ already held enough. */
 	reap_and_follow(r);
@@ -83,6 +122,9 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run.
 	 * A completion bufsel consumes itself does not count for the program,
 	 * so the wait goes on until the shadow has what was asked. */
+	int early = 0;
+	if (ready && min_complete && ready < min_complete)
+		argp = min_wait_arg(flags, argp, argsz, &ga, &mts);
 	do {
 		if (min_complete && ready >= min_complete) {
 			/* The kernel reads an EXT_ARG argument before it looks at
@@ -98,16 +140,20 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 		} else if (!min_complete) {
 			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
 		} else {
-			unsigned want = complete_wait_begin(r, min_complete);
+			unsigned target = 0, want = complete_wait_begin(r, min_complete, &target);
 			ret = 0;
 			if (want) {
 				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+				/* The kernel's wait ends before min_complete only for
+				 * a fired timeout or min_wait: so does the program's. */
+				early = ret >= 0 &&
+					(int)(atomic_load_explicit(r->rcq_tail, memory_order_acquire) - target) < 0;
 				complete_wait_end(r);
 			}
 		}
 		reap_and_follow(r);
 		ready = complete_ready(r);
-	} while (ret >= 0 && min_complete && ready < min_complete);
+	} while (ret >= 0 && !early && min_complete && ready < min_complete);
 	if (ret < 0 && ready)
 		ret = 0;
 	return ret;

@@ -46,9 +46,12 @@ void complete_sync_cq_flags(struct ring *r);
 /*
  * Around a wait in the kernel for CQEs the shadow lacks: begin returns the
  * min_complete to pass to the kernel, or 0 when the shadow already holds
- * min_complete (then there is no wait, and no end).  Take cq_lock.
+ * min_complete (then there is no wait, and no end).  *target is the real CQ
+ * tail the kernel waits for: a wait that returns 0 before the tail got there
+ * ended for another reason (a fired timeout, min_wait), as the program's
+ * own wait would have.  Take cq_lock.
  */
-unsigned complete_wait_begin(struct ring *r, unsigned min_complete);
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete, unsigned *target);
 void complete_wait_end(struct ring *r);
 /* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe);

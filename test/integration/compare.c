@@ -70,6 +70,7 @@
 	X(fork, 10, true, true)                \
 	X(wait_timeout, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(eintr, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
+	X(wait_early, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(dup_fd, 10, true, true)              \
 	X(fd_reuse, 10, true, true)            \
 	X(registered_ring, 10, true, false) /* 5.6 lacks registered ring fds: 5.18 */ \
