@@ -583,7 +583,7 @@ void rewrite_followup(struct ring *r)
 		int multi = q->kind == REQ_RECV_MULTI || q->kind == REQ_SEND_BUNDLE;
 		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0) {
-			log_error("no room in the real SQ for a held chain: its SQEs are cancelled");
+			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_NO_ROOM, "no room in the real SQ for a held chain: its SQEs are cancelled");
 			spin_lock(&r->cq_lock);
 			if (first)
 				post(r, q->user_data, -EBUSY, 0);
@@ -601,7 +601,7 @@ void rewrite_followup(struct ring *r)
 		long ret = sys_call6(__NR_io_uring_enter, ring_fd(r), placed, 0,
 				     r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP : 0, 0, 0);
 		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
-			log_error("the kernel took %ld of %u held SQEs", ret, placed);
+			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_SHORT, "the kernel took %ld of %u held SQEs", ret, placed);
 	}
 	spin_unlock(&r->sq_lock);
 }

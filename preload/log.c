@@ -61,3 +61,9 @@ void bufsel_log_uncapped(enum bufsel_log_level level, const char *fmt, ...)
 	log_line(fmt, ap);
 	va_end(ap);
 }
+
+int log_first(enum log_once what)
+{
+	unsigned bit = 1u << what;
+	return !(atomic_fetch_or_explicit(&bufsel.warned, bit, memory_order_relaxed) & bit);
+}

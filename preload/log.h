@@ -22,6 +22,32 @@ static inline int bufsel_log_on(enum bufsel_log_level level)
 	return level <= bufsel.conf.log;
 }
 
+/*
+ * Warnings a process gives once, however many rings or requests meet the
+ * same condition: the first at its level, the rest at debug.
+ */
+enum log_once {
+	ONCE_UNSHADOWED,	/* a ring left to the kernel for its setup flags */
+	ONCE_RING_SLOTS,	/* more rings alive than bufsel has slots */
+	ONCE_NO_SHADOW,		/* no fd or memory for a shadow */
+	ONCE_NO_MOVER,		/* no completion mover for an SQPOLL ring */
+	ONCE_RESIZE,		/* IORING_REGISTER_RESIZE_RINGS refused */
+	ONCE_REQ_SLOTS,		/* out of request slots */
+	ONCE_HOLD_NOMEM,	/* no memory to hold a chain */
+	ONCE_HELD_NO_ROOM,	/* no room in the real SQ for a held chain */
+	ONCE_HELD_SHORT,	/* the kernel took part of a held chain */
+};
+
+int log_first(enum log_once what);	/* 1 the first time only */
+
+#define log_once(level, what, ...)                                     \
+	do {                                                           \
+		if (log_first(what))                                   \
+			bufsel_log(level, __VA_ARGS__);                \
+		else                                                   \
+			log_debug(__VA_ARGS__);                        \
+	} while (0)
+
 #define log_error(...) bufsel_log(BUFSEL_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) bufsel_log(BUFSEL_LOG_WARN, __VA_ARGS__)
 #define log_info(...) do { if (bufsel_log_on(BUFSEL_LOG_INFO)) bufsel_log(BUFSEL_LOG_INFO, __VA_ARGS__); } while (0)

@@ -158,7 +158,7 @@ long emu_register(const long a[6])
 		 * from under it; the shadow does not follow.  -EINVAL is what
 		 * a ring that cannot be resized (no DEFER_TASKRUN, or a kernel
 		 * before 6.13) answers, and programs go on with the old size. */
-		log_warn("ring fd %d: IORING_REGISTER_RESIZE_RINGS refused (-EINVAL): bufsel cannot resize its shadow",
+		log_once(BUFSEL_LOG_WARN, ONCE_RESIZE, "ring fd %d: IORING_REGISTER_RESIZE_RINGS refused (-EINVAL): bufsel cannot resize its shadow",
 			 r->prog_fd);
 		ring_put(r);
 		return -EINVAL;

@@ -90,7 +90,7 @@ static struct req *standin(struct ring *r, struct io_uring_sqe *sqe, int res, en
 	if (!q) {
 		/* No slot to carry the result: the program still gets a CQE in
 		 * place (-EINVAL), never a lost completion. */
-		log_warn("out of request slots: an emulated result is reported as -EINVAL");
+		log_once(BUFSEL_LOG_WARN, ONCE_REQ_SLOTS, "out of request slots: an emulated result is reported as -EINVAL");
 		clear_sqe(sqe, IORING_OP_TIMEOUT, sqe->user_data);
 		sqe->len = 2;
 		return NULL;
@@ -1184,7 +1184,7 @@ static int rewrite_hold(struct ring *r, void *capture, struct io_uring_sqe *sqe,
 	 * and the rest of the chain goes to the kernel linked behind it (so it
 	 * is cancelled, as behind any failed link); what was held before it
 	 * now ends the held part of the chain. */
-	log_error("out of memory holding a chain: an SQE of it fails with -ENOMEM");
+	log_once(BUFSEL_LOG_ERROR, ONCE_HOLD_NOMEM, "out of memory holding a chain: an SQE of it fails with -ENOMEM");
 	struct io_uring_sqe *last = q->nheld ? &q->held[q->nheld - 1] : q->kind == REQ_RECV_WAIT ? &q->orig : NULL;
 	if (last)
 		last->flags &= ~SQE_LINK_FLAGS;

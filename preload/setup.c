@@ -316,7 +316,7 @@ long emu_setup(const long a[6])
 	if (p.flags & ~SETUP_SHADOWABLE) {
 		long fd = setup_forward(a);
 		if (fd >= 0)
-			log_warn("ring fd %ld: setup flags 0x%x include 0x%x, which bufsel does not shadow: "
+			log_once(BUFSEL_LOG_WARN, ONCE_UNSHADOWED, "ring fd %ld: setup flags 0x%x include 0x%x, which bufsel does not shadow: "
 				 "passed through to the kernel untouched", fd, p.flags,
 				 p.flags & ~SETUP_SHADOWABLE);
 		return fd;
@@ -331,7 +331,7 @@ long emu_setup(const long a[6])
 	ring_fd_reused((int)fd);
 	struct ring *r = ring_alloc();
 	if (!r) {
-		log_warn("ring fd %ld: more than %d rings alive, passed through to the kernel", fd,
+		log_once(BUFSEL_LOG_WARN, ONCE_RING_SLOTS, "ring fd %ld: more than %d rings alive, passed through to the kernel", fd,
 			 RING_SLOTS);
 		sys_close((int)fd);
 		real_mem_free(&m);
@@ -361,7 +361,7 @@ long emu_setup(const long a[6])
 		/* bufsel's own fds or memory ran out where the kernel's ring did
 		 * not (a program at its RLIMIT_NOFILE with one fd left): the
 		 * program still gets the ring it would get natively. */
-		log_warn("ring fd %ld: no room for a shadow (%s): passed through to the kernel", fd,
+		log_once(BUFSEL_LOG_WARN, ONCE_NO_SHADOW, "ring fd %ld: no room for a shadow (%s): passed through to the kernel", fd,
 			 strerror(-err));
 		ring_abandon(r);
 		if (own_mem) {
@@ -389,7 +389,7 @@ long emu_setup(const long a[6])
 	}
 	ring_publish(r);
 	if ((p.flags & IORING_SETUP_SQPOLL) && (err = mover_start(r)))
-		log_warn("ring fd %ld: no completion mover (%s): completions move only when the program enters",
+		log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "ring fd %ld: no completion mover (%s): completions move only when the program enters",
 			 fd, strerror(-err));
 	atomic_fetch_add_explicit(&bufsel.n.rings, 1, memory_order_relaxed);
 	log_debug("ring fd %ld: shadowed (sq %u, cq %u, flags 0x%x)", fd, p.sq_entries,

@@ -34,6 +34,7 @@ struct bufsel_state {
 	struct ksigaction prog_sigsys;	/* what the program believes SIGSYS does */
 	atomic_int sigsys_lock;		/* guards prog_sigsys against concurrent sigaction */
 	atomic_uint enter_flags_ok;	/* io_uring_enter flags the kernel was seen to accept */
+	atomic_uint warned;		/* enum log_once bits: warnings already given */
 	struct bufsel_counters n;
 };
 

@@ -560,6 +560,24 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 	free_run(&run_a);
 }
 
+/*
+ * A warning is given once per process, however many rings meet it: sq128
+ * sets up three rings bufsel leaves to the kernel (SQE128, CQE32), and the
+ * program's stderr gets one line about it, not three.
+ */
+Test(log, unshadowed_ring_warned_once, .timeout = 30)
+{
+	const struct prog *p = find_prog("sq128");
+	run_prog(&run_a, p, PRELOAD);
+	expect_success(&run_a, "sq128");
+	const char *needle = "which bufsel does not shadow";
+	int n = 0;
+	for (const char *at = run_a.err; (at = strstr(at, needle)); at += strlen(needle))
+		n++;
+	cr_assert_eq(n, 1, "%d warnings about rings left to the kernel:\n%s", n, run_a.err);
+	free_run(&run_a);
+}
+
 /* A program built but missing from the table would silently go unchecked. */
 Test(table, every_built_program_is_listed)
 {
