@@ -87,6 +87,7 @@ int main(void)
 	br.bgid = 9;
 	note("register PBUF_RING %ld", reg(ring.ring_fd, IORING_REGISTER_PBUF_RING, &br, 1));
 	note("register 200 %ld", reg(ring.ring_fd, 200, NULL, 0));
+	free(bring);
 
 	/* An unknown opcode heading a chain fails it; an unknown flag fails its
 	 * SQE alone; buffer selection is bufsel's on any kernel. */

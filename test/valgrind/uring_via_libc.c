@@ -485,6 +485,17 @@ EXPORT int io_uring_unregister_files(struct io_uring *ring)
 	return zero_or_err(sys_register(ring->ring_fd, IORING_UNREGISTER_FILES, NULL, 0));
 }
 
+/* liburing returns the personality id (or -errno) as the kernel does. */
+EXPORT int io_uring_register_personality(struct io_uring *ring)
+{
+	return sys_register(ring->ring_fd, IORING_REGISTER_PERSONALITY, NULL, 0);
+}
+
+EXPORT int io_uring_unregister_personality(struct io_uring *ring, int id)
+{
+	return sys_register(ring->ring_fd, IORING_UNREGISTER_PERSONALITY, NULL, (unsigned)id);
+}
+
 EXPORT int io_uring_register_eventfd(struct io_uring *ring, int fd)
 {
 	return zero_or_err(sys_register(ring->ring_fd, IORING_REGISTER_EVENTFD, &fd, 1));
