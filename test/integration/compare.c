@@ -102,6 +102,7 @@
 	X(fault_ring, 20, true, false)         \
 	X(fault_limits, 20, true, true)        \
 	X(fault_alloc, 30, true, true)         \
+	X(sig_submit, 20, true, true)          \
 	X(fault_close, 30, true, true)         \
 	X(fault_args, 20, true, false)         \
 	X(resize_rings, 10, true, true)        \
