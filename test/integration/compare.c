@@ -103,6 +103,7 @@
 	X(fault_limits, 20, true, true)        \
 	X(fault_alloc, 30, true, true)         \
 	X(sig_submit, 20, true, true)          \
+	X(clone_lock, 30, true, true)          \
 	X(fault_close, 30, true, true)         \
 	X(fault_args, 20, true, false)         \
 	X(resize_rings, 10, true, true)        \
