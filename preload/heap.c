@@ -32,6 +32,7 @@ static int injected(const char *what)
 static void *libc_map(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	// cppcheck-suppress memleak ; MAP_FAILED is no mapping
 	return p == MAP_FAILED ? NULL : p;
 }
 

@@ -3,6 +3,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+_Static_assert(sizeof(size_t) == sizeof(uintmax_t) && sizeof(ptrdiff_t) == sizeof(intmax_t),
+	       "the formatter reads size_t and ptrdiff_t as the max types");
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -75,10 +78,8 @@ static void put_num(struct out *o, const struct spec *sp, uintmax_t v, int neg, 
 	const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
 	char buf[24];
 	int n = 0;
-	while (v) {
-		buf[n++] = digits[v % base];
-		v /= base;
-	}
+	for (uintmax_t rest = v; rest; rest /= base)
+		buf[n++] = digits[rest % base];
 	int prec = sp->prec < 0 ? 1 : sp->prec;
 	int zeros = prec > n ? prec - n : 0;
 	if (base == 8 && sp->alt && !zeros && (n == 0 || buf[n - 1] != '0'))
@@ -127,7 +128,7 @@ static uintmax_t arg_unsigned(enum len l, va_list *ap)
 	case L_SHORT: return (unsigned short)va_arg(*ap, unsigned);
 	case L_LONG: return va_arg(*ap, unsigned long);
 	case L_LLONG: return va_arg(*ap, unsigned long long);
-	case L_SIZE: return va_arg(*ap, size_t);
+	case L_SIZE:	/* size_t is uintmax_t's width here */
 	case L_MAX: return va_arg(*ap, uintmax_t);
 	case L_PTRDIFF: return (uintmax_t)va_arg(*ap, ptrdiff_t);
 	default: return va_arg(*ap, unsigned);
@@ -142,8 +143,8 @@ static intmax_t arg_signed(enum len l, va_list *ap)
 	case L_LONG: return va_arg(*ap, long);
 	case L_LLONG: return va_arg(*ap, long long);
 	case L_SIZE: return (intmax_t)va_arg(*ap, size_t);
-	case L_MAX: return va_arg(*ap, intmax_t);
-	case L_PTRDIFF: return va_arg(*ap, ptrdiff_t);
+	case L_MAX:	/* and ptrdiff_t intmax_t's */
+	case L_PTRDIFF: return va_arg(*ap, intmax_t);
 	default: return va_arg(*ap, int);
 	}
 }
