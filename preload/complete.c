@@ -58,7 +58,7 @@ void complete_post(struct ring *r, const struct io_uring_cqe *cqe)
 		for (unsigned i = 0; i < q->len; i++)
 			v[i] = q->v[(q->head + i) % q->cap];
 		if (q->heap)
-			free(q->v);
+			heap_free(q->v);
 		q->v = v;
 		q->cap = cap;
 		q->head = 0;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "preload/ring.h"
 #include "preload/signals.h"
 #include "preload/site.h"
+#include "preload/spin.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 #include "preload/sys.h"
@@ -32,10 +34,25 @@ extern char **environ;
 
 static void after_fork_child(void)
 {
+	spin_after_fork();
 	ring_after_fork();
 	stats_after_fork();
 	atomic_store(&bufsel.sigsys_lock, 0);
 }
+
+/* bufsel's heap maps through the trampoline: never trapped, errno untouched. */
+static void *heap_map(size_t len)
+{
+	void *p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return sys_is_err((long)p) ? NULL : p;
+}
+
+static void heap_unmap(void *p, size_t len)
+{
+	sys_munmap(p, len);
+}
+
+static const struct heap_mapper sys_mapper = { heap_map, heap_unmap };
 
 static void report_fail_alloc(unsigned long n, const char *what)
 {
@@ -77,6 +94,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 			  SYS_TRAMPOLINE_ADDR, strerror(-r));
 		return;
 	}
+	heap_set_mapper(&sys_mapper);
 	if (valgrind_running()) {
 		log_warn("running under valgrind: no seccomp filter, only io_uring calls made through libc "
 			 "syscall() and mmap are intercepted");

@@ -81,8 +81,8 @@ void req_free(struct req_table *t, struct req *q)
 {
 	/* A cancelled chain or a ring going away frees a receive still counted. */
 	req_recv_unbound(t, q);
-	free(q->held);
-	free(q->msg);
+	heap_free(q->held);
+	heap_free(q->msg);
 	q->held = NULL;
 	q->msg = NULL;
 	spin_lock(&t->lock);
@@ -141,10 +141,10 @@ void req_table_destroy(struct req_table *t)
 {
 	for (uint32_t c = 0; c < t->nchunks; c++) {
 		for (uint32_t i = 0; i < REQ_CHUNK; i++) {
-			free(t->chunk[c][i].held);
-			free(t->chunk[c][i].msg);
+			heap_free(t->chunk[c][i].held);
+			heap_free(t->chunk[c][i].msg);
 		}
-		free(t->chunk[c]);
+		heap_free(t->chunk[c]);
 	}
 	memset(t, 0, sizeof(*t));
 }

@@ -208,7 +208,7 @@ static void ring_destroy(struct ring *r)
 	r->scratch = NULL;
 	r->prog_end = NULL;
 	if (r->synth.heap)
-		free(r->synth.v);
+		heap_free(r->synth.v);
 	r->synth = (struct cqe_queue){0};
 	r->pool = NULL;
 	r->undo = NULL;

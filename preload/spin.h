@@ -3,32 +3,67 @@
  * never across a system call that can block, so spinning (yielding after a
  * while) beats a futex; and it is safe in the SIGSYS handler, where a mutex
  * owned by the interrupted code could never be released.
+ *
+ * A lock holds its owner's thread id, which covers the two ways a waiter
+ * could otherwise spin for ever:
+ *  - a process made with a raw clone (no atfork handler runs) inherits a
+ *    lock some other thread of its parent held: that thread is not in the
+ *    child, so a waiter that has spun a while asks the kernel whether the
+ *    owner is a thread of this process (tgkill with signal 0) and takes the
+ *    lock over if not;
+ *  - a signal handler that re-enters bufsel on the thread that holds the
+ *    lock: the owner is suspended under the waiter and can never let go,
+ *    so the lock is taken again, recursively.
  */
 #ifndef BUFSEL_PRELOAD_SPIN_H
 #define BUFSEL_PRELOAD_SPIN_H
 
-#include <sched.h>
 #include <stdatomic.h>
 
-struct spin { atomic_int v; };
+struct spin {
+	atomic_int v;		/* owner's tid; 0: free */
+	int depth;		/* times the owner re-took it from a signal handler */
+};
+
+/* The calling thread's id, cached; 0 until first asked for. */
+extern __thread int spin_tid __attribute__((tls_model("initial-exec")));
+
+int spin_tid_fetch(void);
+void spin_lock_slow(struct spin *s, int me);
+
+static inline int spin_self(void)
+{
+	int t = spin_tid;
+	return t ? t : spin_tid_fetch();
+}
 
 static inline void spin_lock(struct spin *s)
 {
-	for (unsigned spins = 0; atomic_exchange_explicit(&s->v, 1, memory_order_acquire); spins++)
-		if (spins > 64)
-			sched_yield();
+	int me = spin_self(), free_v = 0;
+	if (!atomic_compare_exchange_strong_explicit(&s->v, &free_v, me, memory_order_acquire,
+						     memory_order_relaxed))
+		spin_lock_slow(s, me);
 }
 
-/* 1 if taken.  For signal handlers, which must not wait on a lock the
- * code they interrupted may hold. */
+/* 1 if taken; never recursive.  For signal handlers, which must not wait
+ * on a lock the code they interrupted may hold. */
 static inline int spin_trylock(struct spin *s)
 {
-	return !atomic_exchange_explicit(&s->v, 1, memory_order_acquire);
+	int free_v = 0;
+	return atomic_compare_exchange_strong_explicit(&s->v, &free_v, spin_self(), memory_order_acquire,
+						       memory_order_relaxed);
 }
 
 static inline void spin_unlock(struct spin *s)
 {
+	if (s->depth) {
+		s->depth--;
+		return;
+	}
 	atomic_store_explicit(&s->v, 0, memory_order_release);
 }
+
+/* In a fork child: the cached id is the parent thread's. */
+void spin_after_fork(void);
 
 #endif

@@ -112,6 +112,8 @@
 	X(fault_ring, 20, true, false)         \
 	X(fault_limits, 20, true, false) /* 5.6 lacks IORING_OP_SOCKET: 5.19 */ \
 	X(fault_alloc, 30, true, true)         \
+	X(sig_submit, 20, true, true)          \
+	X(clone_lock, 30, true, true)          \
 	X(fault_close, 30, true, false) /* 5.6 lacks registered ring fds: 5.18 */ \
 	X(inline_close, 15, true, true)        \
 	X(fault_args, 20, true, false)         \

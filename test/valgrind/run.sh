@@ -44,7 +44,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap socket_recv link_
 	bs_provide bs_read bs_recv bs_multishot bs_link bs_cancel bs_groups bs_idle bs_echo bs_eof_wave
 	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings no_sqarray msg_ring
 	pol_cap pol_maxlen pol_inject pol_stats no_uring compat_kernel inline_close sec_probe
-	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early"
+	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early clone_lock"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Programs left out, each with its reason (checked by hand, not here;
 # docs/reliability.md has the details).  A program in neither list fails.
@@ -59,6 +59,7 @@ patch_regs:makes io_uring calls with syscall instructions of its own, which no l
 stress_fork:re-executes /proc/self/exe, which under valgrind is the tool, not the program
 fault_ring:passes unmapped pointers to io_uring_enter and io_uring_register on purpose: memcheck reports those arguments natively too
 fault_args:passes unmapped pointers to io_uring_enter and io_uring_register on purpose: memcheck reports those arguments natively too
+sig_submit:its signal handler submits with a syscall instruction of its own, which no libc hook sees (the patch_regs case)
 sqe_race:a thread rewrites the SQE being submitted; which opcodes the race lets through depends on timing, and valgrind 3.19 runs one thread at a time
 sec_novm:installs its own seccomp filter (process_vm_readv denied), and valgrind 3.19 has no seccomp(2)
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"

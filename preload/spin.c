@@ -1,0 +1,77 @@
+/*
+ * The slow path of preload/spin.h: waiting, and what to do when waiting
+ * would never end.  System calls here are bare `syscall` instructions:
+ * gettid, getpid, tgkill and sched_yield are never trapped, errno stays
+ * untouched (this runs in the SIGSYS handler), and the unit tests, which
+ * link the ring copy paths without sys.o, link this file too.
+ */
+#include "preload/spin.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+
+__thread int spin_tid __attribute__((tls_model("initial-exec")));
+
+static long raw3(long nr, long a1, long a2, long a3)
+{
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+int spin_tid_fetch(void)
+{
+	return spin_tid = (int)raw3(SYS_gettid, 0, 0, 0);
+}
+
+void spin_after_fork(void)
+{
+	spin_tid = 0;
+}
+
+/* Is tid a thread of this process?  A child made with a raw clone has a
+ * new pid, and none of its parent's other threads. */
+static int in_process(int tid)
+{
+	long pid = raw3(SYS_getpid, 0, 0, 0);
+	return raw3(SYS_tgkill, pid, tid, 0) != -ESRCH;
+}
+
+#define SPINS_BEFORE_YIELD	64
+#define YIELDS_PER_CHECK	64
+
+void spin_lock_slow(struct spin *s, int me)
+{
+	for (unsigned spins = 0;; spins++) {
+		int owner = atomic_load_explicit(&s->v, memory_order_relaxed);
+		if (!owner) {
+			if (atomic_compare_exchange_weak_explicit(&s->v, &owner, me, memory_order_acquire,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		if (spins < SPINS_BEFORE_YIELD)
+			continue;
+		if ((spins - SPINS_BEFORE_YIELD) % YIELDS_PER_CHECK == 0) {
+			/* The cached id may be the parent's (a raw clone runs no
+			 * atfork handler): ask once it matters. */
+			int real = spin_tid_fetch();
+			if (owner == real || owner == me) {
+				/* A signal handler on the owner's own thread. */
+				s->depth++;
+				return;
+			}
+			me = real;
+			if (!in_process(owner) &&
+			    atomic_compare_exchange_strong_explicit(&s->v, &owner, me, memory_order_acquire,
+								    memory_order_relaxed)) {
+				s->depth = 0;
+				return;
+			}
+		}
+		raw3(SYS_sched_yield, 0, 0, 0);
+	}
+}
