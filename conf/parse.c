@@ -45,25 +45,30 @@ void conf_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* One "bufsel: ..." line in the sink. */
+static void sink_line(struct conf_sink *s, const char *fmt, va_list ap)
+{
+	conf_append(s->buf, s->len, &s->used, "bufsel: ");
+	vappend(s->buf, s->len, &s->used, fmt, ap);
+	conf_append(s->buf, s->len, &s->used, "\n");
+}
+
 void conf_problem(struct conf_sink *s, const char *fmt, ...)
 {
 	va_list ap;
-	conf_append(s->buf, s->len, &s->used, "bufsel: ");
 	va_start(ap, fmt);
-	vappend(s->buf, s->len, &s->used, fmt, ap);
+	sink_line(s, fmt, ap);
 	va_end(ap);
-	conf_append(s->buf, s->len, &s->used, "\n");
 	s->count++;
 }
 
+/* A line that is not an error: the load still succeeds. */
 void conf_warning(struct conf_sink *s, const char *fmt, ...)
 {
 	va_list ap;
-	conf_append(s->buf, s->len, &s->used, "bufsel: ");
 	va_start(ap, fmt);
-	vappend(s->buf, s->len, &s->used, fmt, ap);
+	sink_line(s, fmt, ap);
 	va_end(ap);
-	conf_append(s->buf, s->len, &s->used, "\n");
 }
 
 void conf_quote(char *dst, size_t dstlen, const char *s, size_t n, size_t max)
