@@ -27,6 +27,8 @@ LAUNCH_OBJS := $(patsubst %.c,$(B)/obj-launcher/%.o,$(LAUNCH_SRCS))
 # in the executable's own text); everything else uses Debian's liburing.so.2.
 PROG_SRCS   := $(wildcard test/prog/*.c)
 PROG_BINS   := $(PROG_SRCS:test/prog/%.c=$(B)/test/prog/%)
+# Libraries the programs preload into their children (test/prog/lib).
+PROG_BINS   += $(B)/test/prog/lib/occupy_trampoline.so
 UNIT_SRCS   := $(wildcard test/unit/*.c)
 UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 # Unit tests link the room they test; none of them links preload/ as a whole,
@@ -66,6 +68,10 @@ $(B)/test/prog/bs_%: test/prog/bs_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
 $(B)/test/prog/pol_%: test/prog/pol_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
+
+$(B)/test/prog/lib/%.so: test/prog/lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -fPIC -o $@ $<
 
 $(B)/test/prog/%: test/prog/%.c test/prog/cqe_print.h
 	@mkdir -p $(dir $@)

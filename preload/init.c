@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -69,6 +71,32 @@ static void report_compat(const char *kind, const char *name, unsigned since)
 			 bufsel.conf.kernel & 0xff, kind, name);
 }
 
+/*
+ * Without the trampoline bufsel is inactive, but a filter inherited from a
+ * parent under bufsel still traps io_uring calls and ring-like mmaps: with
+ * no SIGSYS handler they would kill the program.  The handler stays (in its
+ * no-trampoline form, see trap.c) only if such a filter is there; otherwise
+ * SIGSYS and the signal mask are given back as they were.
+ */
+static void catch_inherited_trap(void)
+{
+	struct sigaction old;
+	uint64_t mask = 0;
+	if (signals_real_sigaction(SIGSYS, NULL, &old))
+		return;
+	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&mask, sizeof(mask), 0, 0);
+	trap_handler_install();
+	bufsel.trap_installed = 1;
+	if (trap_already_present()) {
+		log_warn("inherited seccomp filter: io_uring calls fail with ENOSYS in this process "
+			 "(the filter's trampoline page is not available)");
+		return;
+	}
+	bufsel.trap_installed = 0;
+	signals_real_sigaction(SIGSYS, &old, NULL);
+	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof(mask), 0, 0);
+}
+
 __attribute__((constructor)) static void bufsel_init(void)
 {
 	/* Static: the constructor runs once, before any thread, and a program
@@ -92,6 +120,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 	if (r) {
 		log_error("cannot map the trampoline at 0x%lx (%s): bufsel is inactive, io_uring goes to the kernel",
 			  SYS_TRAMPOLINE_ADDR, strerror(-r));
+		catch_inherited_trap();
 		return;
 	}
 	heap_set_mapper(&sys_mapper);

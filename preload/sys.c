@@ -69,6 +69,11 @@ int sys_trampoline_init(void)
 	return r;
 }
 
+int sys_trampoline_ready(void)
+{
+	return trampoline_ready;
+}
+
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	if (__builtin_expect(!trampoline_ready, 0))

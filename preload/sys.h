@@ -17,6 +17,7 @@
 #define SYS_TRAMPOLINE_RET_OFF	25
 
 int sys_trampoline_init(void);
+int sys_trampoline_ready(void);	/* 0: sys_call6 issues calls from its own code */
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 
 static inline long sys_call3(long nr, long a1, long a2, long a3)

@@ -75,6 +75,29 @@ _Static_assert(sizeof(trap_filter) / sizeof(trap_filter[0]) == V_ALLOW + 1, "ver
 
 static volatile sig_atomic_t probe_trapped;
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/*
+ * A filter inherited from a parent under bufsel, in a process whose bufsel
+ * could not map the trampoline (its fixed page taken, no memory): the only
+ * address the filter lets io_uring calls through is a page this process
+ * does not have, so they fail as on a kernel without io_uring.  A trapped
+ * mmap is the program's own (MAP_SHARED|MAP_POPULATE of a file): it is made
+ * without MAP_POPULATE, which the filter lets through from anywhere, and
+ * populated after, ignoring errors as MAP_POPULATE does.
+ */
+static long without_trampoline(long nr, const long a[6])
+{
+	if (nr != __NR_mmap)
+		return -ENOSYS;
+	long m = sys_call6(nr, a[0], a[1], a[2], a[3] & ~(long)MAP_POPULATE, a[4], a[5]);
+	if (!sys_is_err(m) && !(a[3] & MAP_NONBLOCK))
+		sys_call3(SYS_madvise, m, a[1], MADV_POPULATE_READ);
+	return m;
+}
+
 static void sigsys_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -86,7 +109,9 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ucv)
 		struct call_site cs = { PATH_TRAP, uc, (void *)g[REG_RIP] };
 		if (nr == __NR_io_uring_register && a[0] == -1 && a[1] == -1)
 			probe_trapped = 1;
-		if (bufsel.active && emulate_handles(nr)) {
+		if (!sys_trampoline_ready()) {
+			g[REG_RAX] = without_trampoline(nr, a);
+		} else if (bufsel.active && emulate_handles(nr)) {
 			g[REG_RAX] = emulate_syscall(nr, a, &cs);
 			patch_site((uintptr_t)g[REG_RIP], nr);
 		} else {

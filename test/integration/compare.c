@@ -82,6 +82,7 @@
 	X(sigblock, 10, true, true)            \
 	X(exec_child, 10, true, true)          \
 	X(exec_nopreload, 10, true, true)      \
+	X(init_fail, 10, true, true)           \
 	X(cycles, 60, true, true)              \
 	X(own_sigsys, 10, true, true)          \
 	X(bs_provide, 10, true, false)         \

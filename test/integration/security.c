@@ -10,7 +10,8 @@
  *                0600 and no temporary file is left beside it;
  *   limits       ulimit -f 1 at io_uring_setup, ulimit -s 64 in the
  *                constructor; (the process_vm_readv-denying sandbox is
- *                sec_novm in compare's table);
+ *                sec_novm in compare's table); a child whose bufsel cannot
+ *                initialise under its parent's filter (init_fail);
  *   secure       a setuid-root copy of a program run by nobody, bufsel
  *                installed as a setuid library in the system directory:
  *                BUFSEL_CONF=/etc/shadow shows nothing, BUFSEL_STATS creates
@@ -268,6 +269,29 @@ Test(limits, the_constructor_fits_in_a_64_KiB_stack, .timeout = 60)
 		expect_as_native(&native, &shim, progs[i]);
 		cr_assert_not_null(strstr(shim.err, "bufsel: exit:"), "bufsel not loaded:\n%s", shim.err);
 	}
+	harness_free(&native);
+	harness_free(&shim);
+}
+
+/*
+ * A child whose bufsel cannot map its trampoline (another library took the
+ * page) under the filter its parent's bufsel installed: init_fail.  It must
+ * live, map its file, and meet io_uring as a kernel without it (-ENOSYS):
+ * the only address the inherited filter lets io_uring calls through from is
+ * the page the child does not have.  Natively it runs its NOPs.
+ */
+Test(limits, a_child_whose_bufsel_cannot_initialise_survives_the_inherited_filter, .timeout = 60)
+{
+	struct run native = { 0 }, shim = { 0 };
+	run(&native, false, NULL, "init_fail", NULL);
+	run(&shim, true, NULL, "init_fail", VARS("BUFSEL_LOG=info"));
+	cr_assert_eq(native.status, 0);
+	cr_assert_not_null(strstr(native.err, "init_fail child: 4 NOPs completed"), "native:\n%s", native.err);
+	expect_as_native(&native, &shim, "init_fail");
+	cr_assert_not_null(strstr(shim.err, "bufsel: cannot map the trampoline"), "bufsel did initialise:\n%s",
+			   shim.err);
+	cr_assert_not_null(strstr(shim.err, "init_fail child: io_uring_queue_init: -ENOSYS"), "%s", shim.err);
+	cr_assert_eq(count_lines(shim.err, "bufsel: exit:"), 2, "%s", shim.err);
 	harness_free(&native);
 	harness_free(&shim);
 }

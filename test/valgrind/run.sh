@@ -52,6 +52,7 @@ EXCLUDED="nop_static:liburing is linked into the executable, whose inline system
 own_sigsys:installs its own seccomp filter, and valgrind 3.19 has no seccomp(2)
 exec_child:re-executes /proc/self/exe, which under valgrind is the tool, not the program
 exec_nopreload:re-executes /proc/self/exe, which under valgrind is the tool, not the program
+init_fail:re-executes /proc/self/exe, which under valgrind is the tool, not the program; and tests the seccomp filter, which valgrind 3.19 lacks
 eintr:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so the signalling thread never runs
 stress_signals:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so the signalling thread never runs
 stress_recv:threads block in io_uring_enter waiting for data other threads send: under valgrind 3.19 it does not finish in minutes, natively (without bufsel) either
