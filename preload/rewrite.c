@@ -399,6 +399,10 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 {
 	struct iovec iov;
 	*want = sqe->len;
+	/* io_recvmsg_prep (RECV and RECVMSG) refuses an addr2 first of all,
+	 * before it reads the msghdr or looks at the file. */
+	if (def->select == SELECT_WHEN_READABLE && sqe->addr2)
+		return -EINVAL;
 	if (def->len_int && (int32_t)sqe->len < 0)
 		return -EINVAL;
 	if (def->select == SELECT_WHEN_READABLE && (sqe->ioprio & IORING_RECV_MULTISHOT) &&
