@@ -194,6 +194,11 @@ uint32_t pool_available(const struct pool *p, uint16_t bgid)
 	return g && g->kind == GROUP_LEGACY ? g->count : 0;
 }
 
+int pool_has_group(const struct pool *p, uint16_t bgid)
+{
+	return table_get(p, bgid) != NULL;
+}
+
 int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out)
 {
 	const struct group *g = table_get(p, bgid);

@@ -182,6 +182,8 @@ int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out);
 /* Buffers in legacy group bgid now (0 if none or not legacy): what the
  * kernel's REQ_F_BL_EMPTY tells after a selection. */
 uint32_t pool_available(const struct pool *p, uint16_t bgid);
+/* Non-zero when the group has a list (provided at least once). */
+int pool_has_group(const struct pool *p, uint16_t bgid);
 /* The buffer a selection would take now, left where it is and counted
  * nowhere: 0, or -ENOBUFS if the group has none (policies are not asked). */
 int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out);

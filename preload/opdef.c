@@ -37,7 +37,7 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_MADVISE] = { .name = "MADVISE" },
 	/* 6.10+ sends from a selected buffer: bound at issue, like a read. */
 	[IORING_OP_SEND] = { .ioprio = 1, .name = "SEND", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN,
-			     .len_int = 1, .sock = 1, .bundle = 1 },
+			     .len_int = 1, .sock = 1, .bundle = 1, .missing_enoent = 1 },
 	[IORING_OP_RECV] = { .ioprio = 1, .name = "RECV", .select = SELECT_WHEN_READABLE, .buf = BUF_ADDR_LEN,
 			     .pollin = 1, .len_int = 1, .sock = 1, .null_putback = 1 },
 	[IORING_OP_OPENAT2] = { .name = "OPENAT2" },

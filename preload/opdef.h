@@ -47,6 +47,8 @@ struct opdef {
 	uint8_t rw;		/* prepared by io_prep_rw: ioprio_check_cap, attr_type_mask */
 	uint8_t mshot_no_len;	/* READ_MULTISHOT: a non-zero len (2: or addr) is -EINVAL at prep */
 	uint8_t bundle;		/* IORING_RECVSEND_BUNDLE selects buffer after buffer (SEND) */
+	uint8_t missing_enoent;	/* selects through io_buffers_select (6.18 SEND): a group
+				 * with no list is -ENOENT, not -ENOBUFS */
 	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 };

@@ -399,6 +399,10 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 {
 	struct iovec iov;
 	*want = sqe->len;
+	/* io_recvmsg_prep (RECV and RECVMSG) refuses an addr2 first of all,
+	 * before it reads the msghdr or looks at the file. */
+	if (def->select == SELECT_WHEN_READABLE && sqe->addr2)
+		return -EINVAL;
 	if (def->len_int && (int32_t)sqe->len < 0)
 		return -EINVAL;
 	if (def->select == SELECT_WHEN_READABLE && (sqe->ioprio & IORING_RECV_MULTISHOT) &&
@@ -496,6 +500,8 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 	}
 	spin_lock(&r->pool_lock);
 	int res = pool_select(r->pool, sqe->buf_group, &q->buf);
+	if (res == -ENOBUFS && def->missing_enoent && !pool_has_group(r->pool, sqe->buf_group))
+		res = -ENOENT;
 	spin_unlock(&r->pool_lock);
 	if (res) {
 		req_free(&r->reqs, q);
@@ -887,6 +893,9 @@ int rewrite_bundle_send(struct ring *r, struct req *q)
 		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		res = -ENOBUFS;
 	}
+	else if (res == -ENOBUFS && opdef_get(q->orig.opcode)->missing_enoent &&
+		 !pool_has_group(r->pool, q->orig.buf_group))
+		res = -ENOENT;	/* io_buffers_select finds no list */
 	q->last = !res && !pool_available(r->pool, q->orig.buf_group);
 	spin_unlock(&r->pool_lock);
 	if (res)
