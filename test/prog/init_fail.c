@@ -76,6 +76,15 @@ static void set_child_preload(void)
 	const char *cur = getenv("LD_PRELOAD");
 	snprintf(val, sizeof(val), "%s%s%s", cur ? cur : "", cur && *cur ? ":" : "", lib);
 	setenv("LD_PRELOAD", val, 1);
+#ifdef __SANITIZE_ADDRESS__
+	/* In an ASan build the executable links the ASan runtime, and a
+	 * preloaded library now comes before it in the initial list, which the
+	 * runtime refuses unless told that the order is intended. */
+	static char opts[1024];
+	const char *o = getenv("ASAN_OPTIONS");
+	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", o ? o : "", o && *o ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+#endif
 }
 
 int main(int argc, char **argv)
