@@ -157,6 +157,24 @@ static void user_file(char *const *envp, char *path, size_t len, struct conf_sin
 }
 
 /* Finds, reads and parses the configuration file into c, if there is one. */
+/* The system-wide file, read as `how` says: read_file's result; when there
+ * is none to read (1), the configuration names no file. */
+static int read_system_file(struct bufsel_conf *c, const char *system_file, int how, char *text,
+			    size_t *len, struct conf_sink *s)
+{
+	int r = 1;
+	if (strlen(system_file) < sizeof(c->file)) {
+		strcpy(c->file, system_file); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
+		c->file_origin = CONF_FILE_SYSTEM;
+		r = read_file(c->file, how, "", text, len, s);
+	}
+	if (r == 1) {
+		c->file[0] = '\0';
+		c->file_origin = CONF_FILE_NONE;
+	}
+	return r;
+}
+
 static void load_file(struct bufsel_conf *c, char *const *envp, const char *system_file,
 		      struct conf_sink *s)
 {
@@ -168,16 +186,7 @@ static void load_file(struct bufsel_conf *c, char *const *envp, const char *syst
 	int r;
 
 	if (c->secure) {
-		r = 1;
-		if (strlen(system_file) < sizeof(c->file)) {
-			strcpy(c->file, system_file); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
-			c->file_origin = CONF_FILE_SYSTEM;
-			r = read_file(c->file, FILE_SECURE, "", text, &len, s);
-		}
-		if (r == 1) {
-			c->file[0] = '\0';
-			c->file_origin = CONF_FILE_NONE;
-		}
+		r = read_system_file(c, system_file, FILE_SECURE, text, &len, s);
 	} else if (named) {
 		if (!*named)
 			return;
@@ -194,15 +203,8 @@ static void load_file(struct bufsel_conf *c, char *const *envp, const char *syst
 		user_file(envp, c->file, sizeof(c->file), s);
 		c->file_origin = CONF_FILE_USER;
 		r = c->file[0] ? read_file(c->file, FILE_DEFAULT, "", text, &len, s) : 1;
-		if (r == 1 && strlen(system_file) < sizeof(c->file)) {
-			strcpy(c->file, system_file); // NOLINT(clang-analyzer-security.insecureAPI.strcpy): length checked above
-			c->file_origin = CONF_FILE_SYSTEM;
-			r = read_file(c->file, FILE_DEFAULT, "", text, &len, s);
-		}
-		if (r == 1) {
-			c->file[0] = '\0';
-			c->file_origin = CONF_FILE_NONE;
-		}
+		if (r == 1)
+			r = read_system_file(c, system_file, FILE_DEFAULT, text, &len, s);
 	}
 	if (!r)
 		conf_parse_text(c, c->file, text, len, s);
