@@ -26,11 +26,19 @@ static void complete_flags(struct ring *r, unsigned left)
 {
 	struct shadow *s = &r->sh;
 	unsigned real = atomic_load_explicit(r->rsq_flags, memory_order_relaxed);
-	/* TASKRUN is shown unless a mover fills the shadow by itself:
-	 * completions land in the real CQ while the program is not in the
-	 * kernel, and liburing only looks for them when this flag (or
-	 * CQ_OVERFLOW) asks it to enter. */
-	unsigned f = r->has_mover ? 0 : IORING_SQ_TASKRUN;
+	/* TASKRUN as the kernel shows it (TASKRUN_FLAG rings), and also where
+	 * only an enter moves completions on: a ring no mover fills, and work
+	 * a completion released that the program's next enter issues.
+	 * liburing looks for completions it cannot see only when this flag
+	 * (or CQ_OVERFLOW) asks it to enter. */
+	unsigned f = real & IORING_SQ_TASKRUN;
+	if (!(r->cq_moved || r->has_mover) || r->ready)
+		f |= IORING_SQ_TASKRUN;
+	/* The kernel sets its flag when task work is queued, and nothing wakes
+	 * bufsel then to copy it: a program that spins on the flag would spin
+	 * for ever.  Shown always on such rings, it costs an enter at most. */
+	if (r->setup_flags & IORING_SETUP_TASKRUN_FLAG)
+		f |= IORING_SQ_TASKRUN;
 	if (left || (real & IORING_SQ_CQ_OVERFLOW))
 		f |= IORING_SQ_CQ_OVERFLOW;
 	/* Submission always has to reach bufsel, which feeds the SQ thread. */
@@ -86,10 +94,23 @@ static void publish_head(struct ring *r)
 		atomic_store_explicit(r->rcq_head, r->rcq_taken, memory_order_release);
 }
 
+static unsigned reap_locked(struct ring *r);
+
 unsigned complete_reap(struct ring *r)
 {
-	struct shadow *s = &r->sh;
 	spin_lock(&r->cq_lock);
+	return reap_locked(r);
+}
+
+unsigned complete_try_reap(struct ring *r)
+{
+	return spin_trylock(&r->cq_lock) ? reap_locked(r) : 0;
+}
+
+/* Releases cq_lock. */
+static unsigned reap_locked(struct ring *r)
+{
+	struct shadow *s = &r->sh;
 	unsigned rhead = r->rcq_taken;
 	unsigned avail = atomic_load_explicit(r->rcq_tail, memory_order_acquire) - rhead;
 	unsigned stail = atomic_load_explicit(s->cq_tail, memory_order_relaxed);

@@ -199,5 +199,6 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	} else {
 		reap_and_follow(r);
 	}
+	mover_reap_others(r);
 	return ret;
 }

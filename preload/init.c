@@ -19,6 +19,7 @@
 #include "preload/crash.h"
 #include "preload/heap.h"
 #include "preload/log.h"
+#include "preload/mover.h"
 #include "preload/patch.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
@@ -38,6 +39,7 @@ static void after_fork_child(void)
 {
 	spin_after_fork();
 	ring_after_fork();
+	mover_after_fork();
 	stats_after_fork();
 	atomic_store(&bufsel.sigsys_lock, 0);
 }

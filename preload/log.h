@@ -30,7 +30,7 @@ enum log_once {
 	ONCE_UNSHADOWED,	/* a ring left to the kernel for its setup flags */
 	ONCE_RING_SLOTS,	/* more rings alive than bufsel has slots */
 	ONCE_NO_SHADOW,		/* no fd or memory for a shadow */
-	ONCE_NO_MOVER,		/* no completion mover for an SQPOLL ring */
+	ONCE_NO_MOVER,		/* no completion mover for a ring */
 	ONCE_RESIZE,		/* IORING_REGISTER_RESIZE_RINGS refused */
 	ONCE_REQ_SLOTS,		/* out of request slots */
 	ONCE_HOLD_NOMEM,	/* no memory to hold a chain */

@@ -172,6 +172,23 @@ int ring_pool(struct ring *r)
 	return err;
 }
 
+unsigned ring_slot(const struct ring *r)
+{
+	return (unsigned)(r - ring_store);
+}
+
+struct ring *ring_get_slot(unsigned slot, unsigned serial)
+{
+	if (slot >= RING_SLOTS)
+		return NULL;
+	struct ring *r = ring_tryget(&ring_store[slot]);
+	if (r && r->serial != serial) {
+		ring_put(r);
+		r = NULL;
+	}
+	return r;
+}
+
 void ring_for_each_live(void (*fn)(int fd, struct ring *r, int *first), int fd, int *first)
 {
 	for_each_slot(r) {
@@ -274,7 +291,9 @@ int ring_owns_fd(int fd)
 
 int ring_next_owned_fd(unsigned lo, unsigned hi)
 {
-	long best = -1;
+	/* The process mover's epoll fd is bufsel's too, though no ring's. */
+	int ep = atomic_load_explicit(&bufsel.mover_state, memory_order_acquire) == 2 ? bufsel.mover_epfd : -1;
+	long best = ep >= 0 && (unsigned)ep >= lo && (unsigned)ep <= hi ? ep : -1;
 	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;

@@ -145,7 +145,15 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;		/* and the kernel has seen such an SQE too */
 
-	int has_mover;		/* SQPOLL: a bufsel thread moves completions */
+	int has_mover;		/* SQPOLL: a bufsel thread of its own moves completions */
+	/*
+	 * Completions reach the shadow CQ without waiting for the program to
+	 * enter, as they reach the kernel's CQ natively: the process's mover
+	 * watches the ring, or the ring (DEFER_TASKRUN) fills its CQ only
+	 * inside the program's own enters anyway.  Without it the shadow shows
+	 * IORING_SQ_TASKRUN always, to send the program in.
+	 */
+	int cq_moved;
 	int mover_wake_fd;	/* eventfd that tells the mover the ring is gone */
 
 	/* IORING_REGISTER_RING_FDS entries that name the ring: the kernel keeps
@@ -196,6 +204,11 @@ void ring_after_fork(void);
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries);
 int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
 /* Calls fn for every live ring, holding a reference. */
+/* Slot numbers, for references that must not hold the ring (the mover's
+ * epoll): ring_get_slot takes a reference if the slot still holds the
+ * ring with that serial. */
+unsigned ring_slot(const struct ring *r);
+struct ring *ring_get_slot(unsigned slot, unsigned serial);
 void ring_for_each_live(void (*fn)(int fd, struct ring *r, int *first), int fd, int *first);
 /* The most buffers any ring had bound to requests at once. */
 unsigned long ring_held_peak(void);

@@ -41,6 +41,9 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 
 /* Moves every CQE that fits; returns the number moved.  Takes r->cq_lock. */
 unsigned complete_reap(struct ring *r);
+/* The same unless another reaper (or the code a signal interrupted) holds
+ * cq_lock: then nothing, the holder moves what there is. */
+unsigned complete_try_reap(struct ring *r);
 unsigned complete_ready(const struct ring *r);
 void complete_sync_cq_flags(struct ring *r);
 /*

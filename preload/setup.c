@@ -388,9 +388,12 @@ long emu_setup(const long a[6])
 		goto fail;
 	}
 	ring_publish(r);
-	if ((p.flags & IORING_SETUP_SQPOLL) && (err = mover_start(r)))
+	if (p.flags & IORING_SETUP_DEFER_TASKRUN)
+		r->cq_moved = 1;	/* its CQ fills only in the program's enters */
+	else if ((err = (p.flags & IORING_SETUP_SQPOLL) ? mover_start(r) : mover_watch(r)))
 		log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "ring fd %ld: no completion mover (%s): completions move only when the program enters",
 			 fd, strerror(-err));
+	complete_reap(r);	/* the flags of a ring with a mover */
 	atomic_fetch_add_explicit(&bufsel.n.rings, 1, memory_order_relaxed);
 	log_debug("ring fd %ld: shadowed (sq %u, cq %u, flags 0x%x)", fd, p.sq_entries,
 		 p.cq_entries, p.flags);

@@ -35,6 +35,10 @@ struct bufsel_state {
 	atomic_int sigsys_lock;		/* guards prog_sigsys against concurrent sigaction */
 	atomic_uint enter_flags_ok;	/* io_uring_enter flags the kernel was seen to accept */
 	atomic_uint warned;		/* enum log_once bits: warnings already given */
+	/* The process's completion mover (mover.c): 0 not started, 1 starting,
+	 * 2 running, -errno failed; its epoll fd (high, close-on-exec). */
+	atomic_int mover_state;
+	int mover_epfd;
 	struct bufsel_counters n;
 };
 

@@ -53,6 +53,7 @@
 	X(pipe_read, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(poll_multishot, 10, true, true)      \
 	X(spin_reap, 10, true, true)           \
+	X(cq_unattended, 10, true, true)       \
 	X(socket_recv, 10, true, false) /* 5.6 lacks SHUTDOWN: 5.11 */ \
 	X(link_fail, 10, true, true)           \
 	X(timeout, 10, true, true)             \
