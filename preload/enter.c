@@ -136,7 +136,9 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			return ret < 0 ? ret : 0;
 		}
 		if (r->has_mover) {
+			/* Its wait ends by the kernel's rules, min_wait included. */
 			ret = mover_wait(r, min_complete, flags, argp, argsz);
+			early = ret >= 0;
 		} else if (!min_complete) {
 			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
 		} else {

@@ -212,9 +212,10 @@ void mover_stop(struct ring *r)
 
 /* What the program asked for: a sigmask to wait under, and a relative timeout. */
 static int wait_args(unsigned flags, const void *argp, size_t argsz, uint64_t *mask,
-		     int *has_mask, struct timespec *ts, int *has_ts)
+		     int *has_mask, struct timespec *ts, int *has_ts, uint64_t *min_wait_usec)
 {
 	*has_mask = *has_ts = 0;
+	*min_wait_usec = 0;
 	if (!argp)
 		return 0;
 	if (!(flags & IORING_ENTER_EXT_ARG)) {
@@ -228,6 +229,7 @@ static int wait_args(unsigned flags, const void *argp, size_t argsz, uint64_t *m
 		return -EINVAL;
 	if (copy_from_prog(&ga, argp, sizeof(ga)))
 		return -EFAULT;
+	*min_wait_usec = ga.pad;	/* min_wait_usec in newer headers */
 	if (ga.sigmask) {
 		if (ga.sigmask_sz != KSIGSET_SIZE)
 			return -EINVAL;
@@ -246,24 +248,52 @@ static int wait_args(unsigned flags, const void *argp, size_t argsz, uint64_t *m
 	return 0;
 }
 
+static struct timespec ts_add(struct timespec a, struct timespec b)
+{
+	a.tv_sec += b.tv_sec;
+	a.tv_nsec += b.tv_nsec;
+	if (a.tv_nsec >= 1000000000) {
+		a.tv_sec++;
+		a.tv_nsec -= 1000000000;
+	}
+	return a;
+}
+
+static struct timespec ts_sub(struct timespec a, struct timespec b)
+{
+	a.tv_sec -= b.tv_sec;
+	a.tv_nsec -= b.tv_nsec;
+	if (a.tv_nsec < 0) {
+		a.tv_sec--;
+		a.tv_nsec += 1000000000;
+	}
+	return a;
+}
+
+static int ts_before(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
 long mover_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
 		size_t argsz)
 {
 	uint64_t mask, saved;
 	int has_mask, has_ts;
-	struct timespec ts, end, now;
-	long ret = wait_args(flags, argp, argsz, &mask, &has_mask, &ts, &has_ts);
+	struct timespec ts, end, now, start, min_end;
+	uint64_t min_wait;
+	long ret = wait_args(flags, argp, argsz, &mask, &has_mask, &ts, &has_ts, &min_wait);
 	if (ret)
 		return ret;
-	if (has_ts) {
-		clock_gettime(CLOCK_MONOTONIC, &end);
-		end.tv_sec += ts.tv_sec;
-		end.tv_nsec += ts.tv_nsec;
-		if (end.tv_nsec >= 1000000000) {
-			end.tv_sec++;
-			end.tv_nsec -= 1000000000;
-		}
-	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	if (has_ts)
+		end = ts_add(start, ts);
+	/* The kernel's min-timeout wait: its first timer is min_wait, whatever
+	 * the timeout; once it fires any CQE ends the wait, and otherwise the
+	 * timeout (perhaps already past) and the first CQE to come do. */
+	if (min_wait)
+		min_end = ts_add(start, (struct timespec){ (time_t)(min_wait / 1000000),
+							   (long)(min_wait % 1000000) * 1000 });
 	if (has_mask) {
 		mask &= ~(1ULL << (SIGSYS - 1));
 		sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, (long)&saved, KSIGSET_SIZE, 0, 0);
@@ -271,23 +301,30 @@ long mover_wait(struct ring *r, unsigned min_complete, unsigned flags, const voi
 	for (;;) {
 		uint32_t tail = atomic_load(r->sh.cq_tail);
 		complete_reap(r);
-		if (complete_ready(r) >= min_complete) {
+		unsigned ready = complete_ready(r);
+		if (ready >= min_complete) {
 			ret = 0;
 			break;
 		}
 		struct timespec left, *tp = NULL;
-		if (has_ts) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			left.tv_sec = end.tv_sec - now.tv_sec;
-			left.tv_nsec = end.tv_nsec - now.tv_nsec;
-			if (left.tv_nsec < 0) {
-				left.tv_sec--;
-				left.tv_nsec += 1000000000;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (min_wait && !ts_before(now, min_end)) {
+			if (ready) {
+				ret = 0;
+				break;
 			}
-			if (left.tv_sec < 0) {
+			min_wait = 0;	/* past it: the next CQE ends the wait */
+			min_complete = 1;
+		}
+		if (min_wait) {
+			left = ts_sub(min_end, now);
+			tp = &left;
+		} else if (has_ts) {
+			if (!ts_before(now, end)) {
 				ret = -ETIME;
 				break;
 			}
+			left = ts_sub(end, now);
 			tp = &left;
 		}
 		if (atomic_load(r->sh.cq_tail) != tail)

@@ -4,7 +4,9 @@
  *   kernel counts fired timeouts, not just CQEs);
  * - with EXT_ARG min_wait_usec, once min_wait has passed any CQE in the CQ
  *   ends the wait, including CQEs that were there before it began.
- * Times are printed only as "short"/"long" against bounds far apart.
+ * - a min_wait longer than the timeout: the wait lasts min_wait.
+ * Each on a plain ring and on an SQPOLL ring (whose waits bufsel makes on
+ * the shadow CQ).  Times are printed only against bounds far apart.
  */
 #include "test/prog/cqe_print.h"
 
@@ -28,12 +30,13 @@ static void drain(struct io_uring *ring)
 	}
 }
 
-int main(void)
+static int run(unsigned flags, const char *name)
 {
 	struct io_uring ring;
-	struct io_uring_params p = {0};
+	struct io_uring_params p = { .flags = flags };
 	if (io_uring_queue_init_params(8, &ring, &p))
 		return 1;
+	printf("-- %s ring\n", name);
 
 	/* A 50 ms timeout, nothing else: a wait for 3 ends when it fires. */
 	struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 50 * 1000000 };
@@ -49,6 +52,7 @@ int main(void)
 
 	if (!(p.features & FEAT_MIN_TIMEOUT)) {
 		printf("min_wait: not supported\n");
+		io_uring_queue_exit(&ring);
 		return 0;
 	}
 	/* Two NOPs already completed; wait for 4 with a 3 s timeout and a
@@ -70,6 +74,23 @@ int main(void)
 	printf("min_wait: ret=%ld ready=%u %s\n", r < 0 ? -errno : r, io_uring_cq_ready(&ring),
 	       dt < 1500 ? "short" : "long");
 	drain(&ring);
+
+	/* Nothing to come, a 20 ms timeout and a 400 ms min_wait: the kernel's
+	 * first timer is min_wait, so the wait lasts that long. */
+	struct __kernel_timespec sts = { .tv_sec = 0, .tv_nsec = 20 * 1000000 };
+	arg.pad = 400000;
+	arg.ts = (unsigned long long)(uintptr_t)&sts;
+	t0 = now_ms();
+	r = syscall(__NR_io_uring_enter, ring.ring_fd, 0, 1,
+		    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
+	dt = now_ms() - t0;
+	printf("min_wait past the timeout: ret=%ld lasted %s\n", r < 0 ? -errno : r,
+	       dt >= 300 ? "min_wait" : "the timeout");
 	io_uring_queue_exit(&ring);
 	return 0;
+}
+
+int main(void)
+{
+	return run(0, "plain") || run(IORING_SETUP_SQPOLL, "SQPOLL");
 }
