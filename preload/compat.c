@@ -113,7 +113,7 @@ static const struct compat_row ops[] = {
  * Bits no row names are left to the kernel beneath, which refuses what it
  * does not know either.
  */
-enum sqe_field { F_IOPRIO, F_OP_FLAGS, F_LEN, F_OFF, F_FILE_INDEX, F_FLAGS };
+enum sqe_field { F_IOPRIO, F_OP_FLAGS, F_LEN, F_OFF, F_FILE_INDEX, F_FLAGS, F_ATTR_MASK };
 
 struct field_row {
 	uint8_t op;
@@ -153,6 +153,7 @@ static const struct field_row field_rows[] = {
 	FROW(TIMEOUT, F_OP_FLAGS, 1u << 6, 6, 4, 5, 4, "TIMEOUT IORING_TIMEOUT_MULTISHOT"),
 	FROW(TIMEOUT, F_OP_FLAGS, 1u << 7, 7, 1, 5, 4, "TIMEOUT IORING_TIMEOUT_IMMEDIATE_ARG"),
 	FROW(LINK_TIMEOUT, F_OP_FLAGS, 3u << 2, 5, 15, 5, 5, "LINK_TIMEOUT IORING_TIMEOUT_BOOTTIME/REALTIME"),
+	FROW(LINK_TIMEOUT, F_OP_FLAGS, 1u << 5, 5, 16, 5, 5, "LINK_TIMEOUT IORING_TIMEOUT_ETIME_SUCCESS"),
 	/* io_timeout_remove_prep: any flag refused until updates (5.11). */
 	FROW(TIMEOUT_REMOVE, F_OP_FLAGS, (1u << 0) | (1u << 1), 5, 11, 5, 5,
 	     "TIMEOUT_REMOVE IORING_TIMEOUT_UPDATE"),
@@ -167,6 +168,8 @@ static const struct field_row field_rows[] = {
 	FROW(ASYNC_CANCEL, F_OP_FLAGS, 7u, 5, 19, 5, 5, "ASYNC_CANCEL IORING_ASYNC_CANCEL_ALL/FD/ANY"),
 	FROW(ASYNC_CANCEL, F_OP_FLAGS, 1u << 3, 6, 0, 5, 5, "ASYNC_CANCEL IORING_ASYNC_CANCEL_FD_FIXED"),
 	FROW(ASYNC_CANCEL, F_OP_FLAGS, 3u << 4, 6, 6, 5, 5, "ASYNC_CANCEL IORING_ASYNC_CANCEL_USERDATA/OP"),
+	/* len must be 0 until it names the opcode (IORING_ASYNC_CANCEL_OP). */
+	FROW(ASYNC_CANCEL, F_LEN, ~0u, 6, 6, 5, 5, "ASYNC_CANCEL len"),
 	/* io_poll_add_prep: len refused (multishot and level flags live
 	 * there now); the upper 16 bits of poll32_events unread before 5.9. */
 	FROW(POLL_ADD, F_LEN, 1u << 0, 5, 13, 5, 1, "POLL_ADD IORING_POLL_ADD_MULTI"),
@@ -176,10 +179,18 @@ static const struct field_row field_rows[] = {
 	FROW(POLL_REMOVE, F_LEN, 7u, 5, 13, 5, 1, "POLL_REMOVE IORING_POLL_UPDATE_*"),
 	FROW(POLL_REMOVE, F_OFF, ~0u, 5, 13, 5, 1, "POLL_REMOVE off (update user_data)"),
 	FROW(POLL_REMOVE, F_OP_FLAGS, 0xffff, 5, 13, 5, 1, "POLL_REMOVE poll_events (update)"),
+	FROW(POLL_REMOVE, F_OP_FLAGS, 0xffff0000u, 5, 13, 5, 13, "POLL_REMOVE poll32_events upper bits"),
 	/* Direct descriptors (5.15): file_index unread before 5.14. */
 	FROW(OPENAT, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "OPENAT file_index"),
 	FROW(OPENAT2, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "OPENAT2 file_index"),
 	FROW(CLOSE, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "CLOSE file_index"),
+	/* Read/write attributes (protection information, 6.15): unread before. */
+	FROW(READ, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "READ attr_type_mask"),
+	FROW(WRITE, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "WRITE attr_type_mask"),
+	FROW(READV, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "READV attr_type_mask"),
+	FROW(WRITEV, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "WRITEV attr_type_mask"),
+	FROW(READ_FIXED, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "READ_FIXED attr_type_mask"),
+	FROW(WRITE_FIXED, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "WRITE_FIXED attr_type_mask"),
 };
 
 _Static_assert(N(ops) == 63, "one row per request opcode up to IORING_OP_PIPE");
@@ -307,8 +318,8 @@ int compat_register_opcode(unsigned opcode)
 /* An SQE flag no kernel knows: the kernel fails the SQE with -EINVAL. */
 #define SQE_FLAG_UNKNOWN (1u << 7)
 
-/* Where each field of a row lives in the SQE.  The 64-bit off counts as
- * one value: any non-zero offset is all of its row's bits. */
+/* Where each field of a row lives in the SQE.  A 64-bit field counts as
+ * one value: any non-zero value is all of its row's bits. */
 static const struct {
 	uint8_t at, size;
 } field_at[] = {
@@ -318,6 +329,8 @@ static const struct {
 	[F_OFF] = { offsetof(struct io_uring_sqe, off), 8 },
 	[F_FILE_INDEX] = { offsetof(struct io_uring_sqe, file_index), 4 },
 	[F_FLAGS] = { offsetof(struct io_uring_sqe, flags), 1 },
+	/* attr_type_mask follows attr_ptr, which shares addr3's place. */
+	[F_ATTR_MASK] = { offsetof(struct io_uring_sqe, addr3) + 8, 8 },
 };
 
 static uint32_t field_get(const struct io_uring_sqe *sqe, int f)

@@ -573,7 +573,10 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
  * update), io_async_cancel_prep any cancel flag and any SQE flag (a linked
  * cancel fails its chain), io_poll_add_prep a non-zero len (multishot poll);
  * send and receive never read ioprio, so a multishot receive is one receive
- * (one buffer, no IORING_CQE_F_MORE) and POLL_FIRST changes nothing.  A prep
+ * (one buffer, no IORING_CQE_F_MORE) and POLL_FIRST changes nothing;
+ * io_async_cancel_prep refuses a non-zero len (the opcode to match, 6.6),
+ * while the upper poll32_events bits of a POLL_REMOVE and a read's
+ * attr_type_mask, which 6.18 refuses, are never read.  A prep
  * failure completes its request with -EINVAL and the submit goes on (the
  * NOP behind the timeout update is submitted with it).
  */
@@ -604,7 +607,11 @@ Test(kernel56, compat_fields_is_5_6, .timeout = 30)
 			 "cqe ud=12 res=-125 flags=0x0\n"
 			 "note poll multishot on a pipe with data\n"
 			 "cqe ud=13 res=-22 flags=0x0\n"
-			 "cqe ud=99 res=-2 flags=0x0\n");
+			 "cqe ud=99 res=-2 flags=0x0\n"
+			 "note cancel with len 1; poll remove with upper event bits; read with an unknown attribute\n"
+			 "cqe ud=14 res=-22 flags=0x0\n"
+			 "cqe ud=15 res=-2 flags=0x0\n"
+			 "cqe ud=16 res=2 flags=0x0\n");
 	free_run(&run_a);
 }
 

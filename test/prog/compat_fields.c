@@ -2,9 +2,10 @@
  * Flags inside an SQE's own fields, per opcode, under BUFSEL_KERNEL=X.Y.
  * A kernel knows only the flags of its own release: 5.6's preps refuse with
  * -EINVAL what they do not know in a field they check (accept ioprio,
- * timeout and cancel flags, poll len, SQE flags on a cancel), and ignore
- * fields they never read (send and receive ioprio: a multishot receive is
- * one plain receive there).  A prep failure completes the request with the
+ * timeout and cancel flags, a cancel's len, poll len, SQE flags on a
+ * cancel), and ignore fields they never read (send and receive ioprio: a
+ * multishot receive is one plain receive there; the upper poll32_events
+ * bits; a read's attr_type_mask).  A prep failure completes the request with the
  * error, fails its chain, and the submit goes on.  Natively and under
  * bufsel without BUFSEL_KERNEL the output is the running kernel's;
  * compare.c checks the 5.6 output line by line.
@@ -232,6 +233,35 @@ int main(void)
 	submit(1);
 	reap_one(0);
 	cancel(13, 1, 0);
+	close(p[0]);
+	close(p[1]);
+
+	/* Fields 5.6 checks that later kernels gave a meaning, and fields 5.6
+	 * never reads that later kernels check: a cancel's len (the opcode to
+	 * match, 6.6), the upper poll32_events bits of a POLL_REMOVE (5.13),
+	 * a read's attr_type_mask (6.15). */
+	note("cancel with len 1; poll remove with upper event bits; read with an unknown attribute");
+	sqe = sqe_get();
+	io_uring_prep_cancel64(sqe, 4321, 0);
+	sqe->len = 1;
+	sqe->user_data = 14;
+	submit(1);
+	reap_one(0);
+	sqe = sqe_get();
+	io_uring_prep_poll_remove(sqe, 4321);
+	sqe->poll32_events = 1u << 20;
+	sqe->user_data = 15;
+	submit(1);
+	reap_one(0);
+	if (pipe(p) || write(p[1], "yz", 2) != 2)
+		die("pipe");
+	sqe = sqe_get();
+	io_uring_prep_read(sqe, p[0], rb, sizeof(rb), 0);
+	/* attr_type_mask: the second 64 bits after addr3 in newer headers. */
+	memcpy((char *)&sqe->addr3 + 8, &(unsigned long long){ 1ull << 63 }, 8);
+	sqe->user_data = 16;
+	submit(1);
+	reap_one(0);
 	close(p[0]);
 	close(p[1]);
 
