@@ -419,18 +419,21 @@ void compat_sqe(struct io_uring_sqe *sqe, int in_chain)
 	/* Both fail at prep with -EINVAL, and a chain they head or sit in
 	 * fails as it does on the old kernel; the old kernel's
 	 * io_submit_sqes stops at either (before its prep). */
-	if (!known_index(T_OP, sqe->opcode)) {
+	int op_known = known_index(T_OP, sqe->opcode);
+	if (!op_known) {
 		refused(T_OP, sqe->opcode);
 		sqe->opcode = OP_UNKNOWN;
-	} else if (fields_refused(sqe)) {
-		fail_at_prep(sqe, in_chain);
-		return;
 	}
 	uint8_t known = (uint8_t)known_bits(T_SQE_FLAG);
 	if (sqe->flags & ~known & 0x7f) {
 		check_bits(T_SQE_FLAG, sqe->flags & 0x7f);
 		sqe->flags = (uint8_t)((sqe->flags & known) | SQE_FLAG_UNKNOWN);
+		return;
 	}
+	/* The fields only once the SQE got past those two: 5.6's
+	 * io_submit_sqe checks the flags before anything reaches a prep. */
+	if (op_known && fields_refused(sqe))
+		fail_at_prep(sqe, in_chain);
 }
 
 /*

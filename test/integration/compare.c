@@ -576,7 +576,8 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
  * (one buffer, no IORING_CQE_F_MORE) and POLL_FIRST changes nothing;
  * io_async_cancel_prep refuses a non-zero len (the opcode to match, 6.6),
  * while the upper poll32_events bits of a POLL_REMOVE and a read's
- * attr_type_mask, which 6.18 refuses, are never read.  A prep
+ * attr_type_mask, which 6.18 refuses, are never read.  An unknown SQE flag
+ * is refused before any of that, and ends the submit there.  A prep
  * failure completes its request with -EINVAL and the submit goes on (the
  * NOP behind the timeout update is submitted with it).
  */
@@ -601,6 +602,11 @@ Test(kernel56, compat_fields_is_5_6, .timeout = 30)
 			 "cqe ud=7 res=-22 flags=0x0\n"
 			 "cqe ud=8 res=-22 flags=0x0\n"
 			 "cqe ud=9 res=0 flags=0x0\n"
+			 "note timeout update with CQE_SKIP_SUCCESS, then a NOP\n"
+			 "note submit 1\n"
+			 "note submit the rest 1\n"
+			 "cqe ud=17 res=-22 flags=0x0\n"
+			 "cqe ud=18 res=0 flags=0x0\n"
 			 "note cancel ANY; cancel with IOSQE_IO_LINK\n"
 			 "cqe ud=10 res=-22 flags=0x0\n"
 			 "cqe ud=11 res=-22 flags=0x0\n"

@@ -203,6 +203,23 @@ int main(void)
 	reap_one(0);
 	reap_one(0);
 
+	/* The SQE flags come first: an unknown one (CQE_SKIP_SUCCESS, 5.17)
+	 * stops the submit before any prep looks at the fields. */
+	note("timeout update with CQE_SKIP_SUCCESS, then a NOP");
+	sqe = sqe_get();
+	io_uring_prep_timeout_update(sqe, &ts, 1234, 0);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	sqe->user_data = 17;
+	sqe = sqe_get();
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 18;
+	ret = io_uring_submit(&ring);
+	note("submit %d", ret);
+	if (ret == 1)
+		note("submit the rest %d", io_uring_submit(&ring));
+	reap_one(0);
+	reap_one(0);
+
 	/* ASYNC_CANCEL: cancel_flags (5.19+) refused, and in 5.6 any SQE
 	 * flag: a linked cancel fails and takes its chain with it. */
 	note("cancel ANY; cancel with IOSQE_IO_LINK");
