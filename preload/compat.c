@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <linux/io_uring.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -98,13 +99,108 @@ static const struct compat_row ops[] = {
 
 #define N(t) (sizeof(t) / sizeof((t)[0]))
 
+/*
+ * Flags carried inside an SQE's own fields, per opcode: the field, the bits
+ * a release gave a meaning to, that release, and the release from which the
+ * opcode's prep reads the field at all.  On an emulated kernel older than
+ * `since`, those bits are refused with -EINVAL if that kernel's prep checks
+ * the field (it returns -EINVAL for what it does not know: 5.6's
+ * io_accept_prep, io_timeout_prep, io_async_cancel_prep, io_poll_*_prep),
+ * and cleared if it never reads it (5.6's io_sendmsg_prep and
+ * io_recvmsg_prep ignore ioprio, so a multishot or bundle recv there is one
+ * plain recv; io_poll_add_prep reads 16 bits of poll_events).  A row with
+ * every bit set stands for any non-zero value (a file index, an update).
+ * Bits no row names are left to the kernel beneath, which refuses what it
+ * does not know either.
+ */
+enum sqe_field { F_IOPRIO, F_OP_FLAGS, F_LEN, F_OFF, F_FILE_INDEX, F_FLAGS, F_ATTR_MASK };
+
+struct field_row {
+	uint8_t op;
+	uint8_t field;
+	uint16_t since;
+	uint16_t read_since;
+	uint32_t bits;
+	const char *name;
+};
+
+#define NEVER V(255, 255)
+#define FROW(op, f, bits, smaj, smin, rmaj, rmin, name) \
+	{ IORING_OP_##op, f, V(smaj, smin), V(rmaj, rmin), bits, name }
+
+static const struct field_row field_rows[] = {
+	/* io_accept_prep: ioprio refused since 5.5; file_index read since 5.14. */
+	FROW(ACCEPT, F_IOPRIO, 1u << 0, 5, 19, 5, 5, "ACCEPT ioprio IORING_ACCEPT_MULTISHOT"),
+	FROW(ACCEPT, F_IOPRIO, 1u << 1, 6, 10, 5, 5, "ACCEPT ioprio IORING_ACCEPT_DONTWAIT"),
+	FROW(ACCEPT, F_IOPRIO, 1u << 2, 6, 10, 5, 5, "ACCEPT ioprio IORING_ACCEPT_POLL_FIRST"),
+	FROW(ACCEPT, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "ACCEPT file_index"),
+	/* io_sendmsg_prep/io_recvmsg_prep: ioprio unread before 5.18. */
+	FROW(SENDMSG, F_IOPRIO, 0xffff, 5, 18, 5, 18, "SENDMSG ioprio"),
+	FROW(SENDMSG, F_IOPRIO, 1u << 0, 5, 19, 5, 18, "SENDMSG ioprio IORING_RECVSEND_POLL_FIRST"),
+	FROW(SEND, F_IOPRIO, 0xffff, 5, 18, 5, 18, "SEND ioprio"),
+	FROW(SEND, F_IOPRIO, 1u << 0, 5, 19, 5, 18, "SEND ioprio IORING_RECVSEND_POLL_FIRST"),
+	FROW(SEND, F_IOPRIO, 1u << 4, 6, 10, 5, 18, "SEND ioprio IORING_RECVSEND_BUNDLE"),
+	FROW(RECVMSG, F_IOPRIO, 0xffff, 5, 18, 5, 18, "RECVMSG ioprio"),
+	FROW(RECVMSG, F_IOPRIO, 1u << 0, 5, 19, 5, 18, "RECVMSG ioprio IORING_RECVSEND_POLL_FIRST"),
+	FROW(RECVMSG, F_IOPRIO, 1u << 1, 6, 0, 5, 18, "RECVMSG ioprio IORING_RECV_MULTISHOT"),
+	FROW(RECV, F_IOPRIO, 0xffff, 5, 18, 5, 18, "RECV ioprio"),
+	FROW(RECV, F_IOPRIO, 1u << 0, 5, 19, 5, 18, "RECV ioprio IORING_RECVSEND_POLL_FIRST"),
+	FROW(RECV, F_IOPRIO, 1u << 1, 6, 0, 5, 18, "RECV ioprio IORING_RECV_MULTISHOT"),
+	FROW(RECV, F_IOPRIO, 1u << 4, 6, 10, 5, 18, "RECV ioprio IORING_RECVSEND_BUNDLE"),
+	/* io_timeout_prep: timeout_flags beyond ABS refused. */
+	FROW(TIMEOUT, F_OP_FLAGS, 3u << 2, 5, 15, 5, 4, "TIMEOUT IORING_TIMEOUT_BOOTTIME/REALTIME"),
+	FROW(TIMEOUT, F_OP_FLAGS, 1u << 5, 5, 16, 5, 4, "TIMEOUT IORING_TIMEOUT_ETIME_SUCCESS"),
+	FROW(TIMEOUT, F_OP_FLAGS, 1u << 6, 6, 4, 5, 4, "TIMEOUT IORING_TIMEOUT_MULTISHOT"),
+	FROW(TIMEOUT, F_OP_FLAGS, 1u << 7, 7, 1, 5, 4, "TIMEOUT IORING_TIMEOUT_IMMEDIATE_ARG"),
+	FROW(LINK_TIMEOUT, F_OP_FLAGS, 3u << 2, 5, 15, 5, 5, "LINK_TIMEOUT IORING_TIMEOUT_BOOTTIME/REALTIME"),
+	FROW(LINK_TIMEOUT, F_OP_FLAGS, 1u << 5, 5, 16, 5, 5, "LINK_TIMEOUT IORING_TIMEOUT_ETIME_SUCCESS"),
+	/* io_timeout_remove_prep: any flag refused until updates (5.11). */
+	FROW(TIMEOUT_REMOVE, F_OP_FLAGS, (1u << 0) | (1u << 1), 5, 11, 5, 5,
+	     "TIMEOUT_REMOVE IORING_TIMEOUT_UPDATE"),
+	FROW(TIMEOUT_REMOVE, F_OP_FLAGS, (3u << 2) | (1u << 4), 5, 15, 5, 5,
+	     "TIMEOUT_REMOVE IORING_LINK_TIMEOUT_UPDATE/BOOTTIME/REALTIME"),
+	/* 5.6's cancel, timeout-remove and files-update preps refuse any SQE
+	 * flag (a link among them); 5.7 only FIXED_FILE and BUFFER_SELECT. */
+	FROW(ASYNC_CANCEL, F_FLAGS, 0x7f, 5, 7, 5, 5, "ASYNC_CANCEL with IOSQE_* flags"),
+	FROW(TIMEOUT_REMOVE, F_FLAGS, 0x7f, 5, 7, 5, 5, "TIMEOUT_REMOVE with IOSQE_* flags"),
+	FROW(FILES_UPDATE, F_FLAGS, 0x7f, 5, 7, 5, 6, "FILES_UPDATE with IOSQE_* flags"),
+	/* io_async_cancel_prep: cancel_flags refused. */
+	FROW(ASYNC_CANCEL, F_OP_FLAGS, 7u, 5, 19, 5, 5, "ASYNC_CANCEL IORING_ASYNC_CANCEL_ALL/FD/ANY"),
+	FROW(ASYNC_CANCEL, F_OP_FLAGS, 1u << 3, 6, 0, 5, 5, "ASYNC_CANCEL IORING_ASYNC_CANCEL_FD_FIXED"),
+	FROW(ASYNC_CANCEL, F_OP_FLAGS, 3u << 4, 6, 6, 5, 5, "ASYNC_CANCEL IORING_ASYNC_CANCEL_USERDATA/OP"),
+	/* len must be 0 until it names the opcode (IORING_ASYNC_CANCEL_OP). */
+	FROW(ASYNC_CANCEL, F_LEN, ~0u, 6, 6, 5, 5, "ASYNC_CANCEL len"),
+	/* io_poll_add_prep: len refused (multishot and level flags live
+	 * there now); the upper 16 bits of poll32_events unread before 5.9. */
+	FROW(POLL_ADD, F_LEN, 1u << 0, 5, 13, 5, 1, "POLL_ADD IORING_POLL_ADD_MULTI"),
+	FROW(POLL_ADD, F_LEN, 1u << 3, 6, 0, 5, 1, "POLL_ADD IORING_POLL_ADD_LEVEL"),
+	FROW(POLL_ADD, F_OP_FLAGS, 0xffff0000u, 5, 9, 5, 9, "POLL_ADD poll32_events upper bits"),
+	/* io_poll_remove_prep: len, off and poll_events refused until updates. */
+	FROW(POLL_REMOVE, F_LEN, 7u, 5, 13, 5, 1, "POLL_REMOVE IORING_POLL_UPDATE_*"),
+	FROW(POLL_REMOVE, F_OFF, ~0u, 5, 13, 5, 1, "POLL_REMOVE off (update user_data)"),
+	FROW(POLL_REMOVE, F_OP_FLAGS, 0xffff, 5, 13, 5, 1, "POLL_REMOVE poll_events (update)"),
+	FROW(POLL_REMOVE, F_OP_FLAGS, 0xffff0000u, 5, 13, 5, 13, "POLL_REMOVE poll32_events upper bits"),
+	/* Direct descriptors (5.15): file_index unread before 5.14. */
+	FROW(OPENAT, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "OPENAT file_index"),
+	FROW(OPENAT2, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "OPENAT2 file_index"),
+	FROW(CLOSE, F_FILE_INDEX, ~0u, 5, 15, 5, 14, "CLOSE file_index"),
+	/* Read/write attributes (protection information, 6.15): unread before. */
+	FROW(READ, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "READ attr_type_mask"),
+	FROW(WRITE, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "WRITE attr_type_mask"),
+	FROW(READV, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "READV attr_type_mask"),
+	FROW(WRITEV, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "WRITEV attr_type_mask"),
+	FROW(READ_FIXED, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "READ_FIXED attr_type_mask"),
+	FROW(WRITE_FIXED, F_ATTR_MASK, ~0u, 6, 15, 6, 15, "WRITE_FIXED attr_type_mask"),
+};
+
 _Static_assert(N(ops) == 63, "one row per request opcode up to IORING_OP_PIPE");
 _Static_assert(N(register_ops) == 36, "one row per register opcode up to IORING_REGISTER_QUERY");
-_Static_assert(N(setup_flags) <= 64 && N(ops) <= 64 && N(register_ops) <= 64, "a row is a bit of a mask");
+_Static_assert(N(setup_flags) <= 64 && N(ops) <= 64 && N(register_ops) <= 64 && N(field_rows) < 64,
+	       "a row is a bit of a mask");
 
 /* What bufsel refused, each named once (by table, one bit a row; the last
  * bit stands for everything past the table). */
-enum { T_SETUP, T_ENTER, T_REGISTER, T_OP, T_SQE_FLAG, T_COUNT };
+enum { T_SETUP, T_ENTER, T_REGISTER, T_OP, T_SQE_FLAG, T_FIELD, T_COUNT };
 static const struct {
 	const char *kind;
 	const struct compat_row *rows;
@@ -115,6 +211,7 @@ static const struct {
 	[T_REGISTER] = { "register opcode IORING_REGISTER_", register_ops, N(register_ops) },
 	[T_OP] = { "opcode IORING_OP_", ops, N(ops) },
 	[T_SQE_FLAG] = { "SQE flag IOSQE_", sqe_flags, N(sqe_flags) },
+	[T_FIELD] = { "", NULL, N(field_rows) },
 };
 
 /* Set once by the constructor, before any ring exists; kept here rather
@@ -152,7 +249,9 @@ static void refused(int t, unsigned i)
 	uint64_t m = 1ULL << bit;
 	if (!compat.report || (atomic_fetch_or(&compat.reported[t], m) & m))
 		return;
-	if (i < tables[t].n)
+	if (t == T_FIELD)
+		compat.report("SQE field flag ", field_rows[i].name, field_rows[i].since);
+	else if (i < tables[t].n)
 		compat.report(tables[t].kind, tables[t].rows[i].name, tables[t].rows[i].since);
 	else
 		compat.report(tables[t].kind, "<unknown>", 0);
@@ -219,13 +318,109 @@ int compat_register_opcode(unsigned opcode)
 /* An SQE flag no kernel knows: the kernel fails the SQE with -EINVAL. */
 #define SQE_FLAG_UNKNOWN (1u << 7)
 
-void compat_sqe(struct io_uring_sqe *sqe)
+/* Where each field of a row lives in the SQE.  A 64-bit field counts as
+ * one value: any non-zero value is all of its row's bits. */
+static const struct {
+	uint8_t at, size;
+} field_at[] = {
+	[F_IOPRIO] = { offsetof(struct io_uring_sqe, ioprio), 2 },
+	[F_OP_FLAGS] = { offsetof(struct io_uring_sqe, rw_flags), 4 },
+	[F_LEN] = { offsetof(struct io_uring_sqe, len), 4 },
+	[F_OFF] = { offsetof(struct io_uring_sqe, off), 8 },
+	[F_FILE_INDEX] = { offsetof(struct io_uring_sqe, file_index), 4 },
+	[F_FLAGS] = { offsetof(struct io_uring_sqe, flags), 1 },
+	/* attr_type_mask follows attr_ptr, which shares addr3's place. */
+	[F_ATTR_MASK] = { offsetof(struct io_uring_sqe, addr3) + 8, 8 },
+};
+
+static uint32_t field_get(const struct io_uring_sqe *sqe, int f)
+{
+	uint64_t v = 0;
+	memcpy(&v, (const char *)sqe + field_at[f].at, field_at[f].size);
+	return field_at[f].size == 8 ? (v ? ~0u : 0) : (uint32_t)v;
+}
+
+static void field_clear(struct io_uring_sqe *sqe, int f, uint32_t bits)
+{
+	uint64_t v = 0;
+	memcpy(&v, (char *)sqe + field_at[f].at, field_at[f].size);
+	v = field_at[f].size == 8 ? 0 : v & ~(uint64_t)bits;
+	memcpy((char *)sqe + field_at[f].at, &v, field_at[f].size);
+}
+
+/*
+ * The SQE's own fields as the emulated kernel's prep sees them: 1 if it
+ * refuses them (-EINVAL), after clearing whatever that kernel never reads.
+ * Refusals are decided before anything is cleared, on the fields as the
+ * program wrote them.
+ */
+static int fields_refused(struct io_uring_sqe *sqe)
+{
+	int bad = 0;
+	uint32_t clear[N(field_at)] = { 0 };
+	for (unsigned i = 0; i < N(field_rows); i++) {
+		const struct field_row *r = &field_rows[i];
+		if (r->op != sqe->opcode || r->since <= emulated())
+			continue;
+		uint32_t v = field_get(sqe, r->field) & r->bits;
+		if (!v)
+			continue;
+		if (r->read_since <= emulated()) {
+			refused(T_FIELD, i);
+			bad = 1;
+		} else {
+			clear[r->field] |= v;
+		}
+	}
+	if (bad)
+		return 1;
+	for (int f = 0; f < (int)N(field_at); f++)
+		if (clear[f])
+			field_clear(sqe, f, clear[f]);
+	return 0;
+}
+
+/* IORING_NOP_INJECT_RESULT (6.10): the NOP completes with sqe->len. */
+#define NOP_INJECT_RESULT (1u << 0)
+/* The SQE flags a refused SQE keeps: those that place it in a chain or
+ * order it, which the old kernel honoured before its prep failed. */
+#define KEEP_FLAGS (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN | IOSQE_ASYNC)
+
+/*
+ * An SQE whose prep the emulated kernel fails.  5.6 fails a request's prep
+ * at issue: the request completes with the error, the chain it heads
+ * fails, and the submission goes on.  A NOP that injects -EINVAL does
+ * exactly that here (a kernel without NOP_INJECT_RESULT refuses the flag at
+ * prep, which only ends the submit as well).  Inside a chain 5.6 preps at
+ * submit and stops there, failing the chain: an opcode no kernel knows
+ * comes closest (the kernel fails it and the chain).
+ */
+static void fail_at_prep(struct io_uring_sqe *sqe, int in_chain)
+{
+	if (in_chain) {
+		sqe->opcode = OP_UNKNOWN;
+		return;
+	}
+	struct io_uring_sqe nop;
+	memset(&nop, 0, sizeof(nop));
+	nop.opcode = IORING_OP_NOP;
+	nop.flags = (uint8_t)(sqe->flags & KEEP_FLAGS);
+	nop.user_data = sqe->user_data;
+	nop.personality = sqe->personality;
+	nop.rw_flags = NOP_INJECT_RESULT;
+	nop.len = (uint32_t)-EINVAL;
+	memcpy(sqe, &nop, sizeof(nop));
+}
+
+void compat_sqe(struct io_uring_sqe *sqe, int in_chain)
 {
 	if (!emulated())
 		return;
 	/* Both fail at prep with -EINVAL, and a chain they head or sit in
-	 * fails as it does on the old kernel. */
-	if (!known_index(T_OP, sqe->opcode)) {
+	 * fails as it does on the old kernel; the old kernel's
+	 * io_submit_sqes stops at either (before its prep). */
+	int op_known = known_index(T_OP, sqe->opcode);
+	if (!op_known) {
 		refused(T_OP, sqe->opcode);
 		sqe->opcode = OP_UNKNOWN;
 	}
@@ -233,7 +428,12 @@ void compat_sqe(struct io_uring_sqe *sqe)
 	if (sqe->flags & ~known & 0x7f) {
 		check_bits(T_SQE_FLAG, sqe->flags & 0x7f);
 		sqe->flags = (uint8_t)((sqe->flags & known) | SQE_FLAG_UNKNOWN);
+		return;
 	}
+	/* The fields only once the SQE got past those two: 5.6's
+	 * io_submit_sqe checks the flags before anything reaches a prep. */
+	if (op_known && fields_refused(sqe))
+		fail_at_prep(sqe, in_chain);
 }
 
 /*

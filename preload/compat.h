@@ -25,8 +25,11 @@ unsigned compat_features(unsigned f);
 /* Does that kernel know the request opcode? */
 int compat_op_known(unsigned opcode);
 /* An SQE on its way to the kernel: an opcode or flag the emulated kernel
- * lacks is made one no kernel knows, so it fails at prep with -EINVAL. */
-void compat_sqe(struct io_uring_sqe *sqe);
+ * lacks is made one no kernel knows, so it fails at prep with -EINVAL; a
+ * field that kernel reads and refuses (a flag newer than it) fails as its
+ * prep fails, with -EINVAL; a field it never reads is cleared.  in_chain:
+ * an earlier SQE of this submit links to it. */
+void compat_sqe(struct io_uring_sqe *sqe, int in_chain);
 /* A probe the kernel filled, cut to that kernel's opcodes. */
 void compat_probe(struct io_uring_probe *p, unsigned nr_ops);
 

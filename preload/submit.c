@@ -44,9 +44,9 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	memcpy(&copy, shared, sizeof(copy));
 	__asm__ volatile("" ::: "memory");
 	const struct io_uring_sqe *src = &copy;
-	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
-	compat_sqe(&copy);
 	int in_chain = st->linked;
+	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
+	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
 		r->drain_disabled = 1;

@@ -64,8 +64,9 @@ static const struct kind_info {
 	[K_READV] = { "READV", 6, true, gen_read },
 	[K_RECV] = { "RECV", 14, true, gen_recv },
 	[K_RECVMSG] = { "RECVMSG", 6, true, gen_recv },
-	[K_RECV_MULTI] = { "RECV_MULTI", 5, true, gen_recv },
-	[K_RECVMSG_MULTI] = { "RECVMSG_MULTI", 3, true, gen_recv },
+	/* 5.6 never reads a receive's ioprio: no multishot there (6.0). */
+	[K_RECV_MULTI] = { "RECV_MULTI", 5, false, gen_recv },
+	[K_RECVMSG_MULTI] = { "RECVMSG_MULTI", 3, false, gen_recv },
 	[K_NOP] = { "NOP", 4, true, gen_nop },
 	[K_BADSEL] = { "BADSEL", 3, true, gen_badsel },
 	[K_CANCEL] = { "CANCEL", 5, true, gen_cancel },
@@ -625,6 +626,8 @@ static bool gen_recv(struct seq *s, struct op *o, struct io_uring_sqe *sqe, stru
 	/* Not on a file that is no socket: its poll says "ready" and the request
 	 * goes to io-wq, where its completion's place is the scheduler's. */
 	bool poll_first = rng_pct(r, 5) && (s->ep[e].kind == EP_STREAM || s->ep[e].kind == EP_DGRAM);
+	/* POLL_FIRST is 5.19: 5.6 ignores it, and selects at once. */
+	poll_first = poll_first && !s->compat56;
 	if (poll_first)
 		sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
 	/* The first attempt selects before it looks at the socket, unless it
@@ -820,6 +823,10 @@ void gen_step(struct seq *s)
 		b.ep_chain[e] = -1;
 	for (unsigned i = 0; i < n; i++) {
 		bool link = i > 0 && rng_pct(r, 30);
+		/* 5.6's io_async_cancel_prep refuses any SQE flag: a cancel
+		 * links to nothing there. */
+		if (link && s->compat56 && ops[i - 1]->kind == K_CANCEL)
+			link = false;
 		if (!link)
 			b.chain++;
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);

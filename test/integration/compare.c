@@ -51,13 +51,13 @@
 	X(nop_batch, 10, true, false) /* 5.6 lacks CQE_SKIP_SUCCESS: 5.17 */ \
 	X(file_rw, 10, true, true)             \
 	X(pipe_read, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
-	X(poll_multishot, 10, true, true)      \
+	X(poll_multishot, 10, true, false) /* 5.6 lacks IORING_POLL_ADD_MULTI: 5.13 */ \
 	X(spin_reap, 10, true, true)           \
 	X(cq_unattended, 10, true, true)       \
 	X(socket_recv, 10, true, false) /* 5.6 lacks SHUTDOWN: 5.11 */ \
 	X(link_fail, 10, true, true)           \
-	X(timeout, 10, true, true)             \
-	X(cancel, 10, true, true)              \
+	X(timeout, 10, true, false) /* 5.6 lacks IORING_TIMEOUT_UPDATE: 5.11 */ \
+	X(cancel, 10, true, false) /* 5.6 lacks IORING_ASYNC_CANCEL_ALL and _FD: 5.19 */ \
 	X(eventfd, 10, true, true)             \
 	X(reg_files, 10, true, true)           \
 	X(sqpoll, 10, true, true)              \
@@ -88,15 +88,15 @@
 	X(own_sigsys, 10, true, true)          \
 	X(bs_provide, 10, true, false)         \
 	X(bs_read, 10, true, true)             \
-	X(bs_recv, 15, true, true)             \
+	X(bs_recv, 15, true, false) /* 5.6 never reads ioprio: IORING_RECVSEND_POLL_FIRST (5.19) selects at once */ \
 	X(bs_eof_wave, 10, true, true)         \
-	X(bs_multishot, 10, true, true)        \
-	X(bs_recvmsg_edge, 10, true, true)     \
-	X(bs_bundle, 10, true, true)           \
-	X(bs_tiny_ring, 10, true, true)        \
+	X(bs_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
+	X(bs_recvmsg_edge, 10, true, false) /* 5.6 never reads ioprio: multishot RECVMSG (6.0) is one RECVMSG */ \
+	X(bs_bundle, 10, true, false) /* 5.6 never reads ioprio: a bundle (6.10) is one buffer */ \
+	X(bs_tiny_ring, 10, true, false) /* 5.6 never reads ioprio: a bundle (6.10) is one buffer */ \
 	X(sq_chaos, 10, true, true)            \
 	X(sqe_race, 20, true, true)            \
-	X(bs_prep_checks, 10, true, true)      \
+	X(bs_prep_checks, 10, true, false) /* 5.6 never reads attr_type_mask (read/write attributes: 6.15) */ \
 	X(bs_send_nogroup, 10, true, false) /* 5.6 lacks SEND with BUFFER_SELECT: 6.10 */ \
 	X(bs_recv_addr2, 10, true, false) /* the addr2 check in io_recvmsg_prep is newer than 5.6 */ \
 	X(bs_link, 10, true, false) /* 5.6 lacks liburing waits with a TIMEOUT SQE without EXT_ARG (5.11): IO_DRAIN holds it */ \
@@ -115,7 +115,7 @@
 	X(fault_sqe, 20, true, true)           \
 	X(fault_ring, 20, true, false)         \
 	X(fault_limits, 20, true, false) /* 5.6 lacks IORING_OP_SOCKET: 5.19 */ \
-	X(fault_alloc, 30, true, true)         \
+	X(fault_alloc, 30, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(sig_submit, 20, true, true)          \
 	X(clone_lock, 30, true, true)          \
 	X(fault_close, 30, true, false) /* 5.6 lacks registered ring fds: 5.18 */ \
@@ -123,6 +123,7 @@
 	X(fault_args, 20, true, false)         \
 	X(resize_rings, 10, true, true)        \
 	X(compat_kernel, 10, true, false)      \
+	X(compat_fields, 10, true, false) /* flags inside SQE fields newer than 5.6: compat_fields_is_5_6 */ \
 	X(sec_novm, 10, true, true)            \
 	X(sec_probe, 10, true, true)           \
 	X(no_uring, 10, false, true)
@@ -563,6 +564,61 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 			 "cqe ud=2 res=-125 flags=0x0\n"
 			 "cqe ud=3 res=-22 flags=0x0\n"
 			 "cqe ud=4 res=0 flags=0x0\n");
+	free_run(&run_a);
+}
+
+/*
+ * Flags inside an SQE's own fields under BUFSEL_KERNEL=5.6, as 5.6's preps
+ * treat them: io_accept_prep refuses any ioprio (multishot accept),
+ * io_timeout_prep any flag but ABS, io_timeout_remove_prep any flag (an
+ * update), io_async_cancel_prep any cancel flag and any SQE flag (a linked
+ * cancel fails its chain), io_poll_add_prep a non-zero len (multishot poll);
+ * send and receive never read ioprio, so a multishot receive is one receive
+ * (one buffer, no IORING_CQE_F_MORE) and POLL_FIRST changes nothing;
+ * io_async_cancel_prep refuses a non-zero len (the opcode to match, 6.6),
+ * while the upper poll32_events bits of a POLL_REMOVE and a read's
+ * attr_type_mask, which 6.18 refuses, are never read.  An unknown SQE flag
+ * is refused before any of that, and ends the submit there.  A prep
+ * failure completes its request with -EINVAL and the submit goes on (the
+ * NOP behind the timeout update is submitted with it).
+ */
+Test(kernel56, compat_fields_is_5_6, .timeout = 30)
+{
+	const struct prog *p = find_prog("compat_fields");
+	run_prog(&run_a, p, KERNEL56);
+	expect_success(&run_a, "compat_fields");
+	cr_assert_str_eq(run_a.out,
+			 "note accept multishot, a connection queued\n"
+			 "cqe ud=1 res=-22 flags=0x0\n"
+			 "cqe ud=99 res=-2 flags=0x0\n"
+			 "note recv multishot with a provided buffer, 3 bytes queued\n"
+			 "cqe ud=2 res=0 flags=0x0\n"
+			 "cqe ud=3 res=3 flags=0x1\n"
+			 "cqe ud=99 res=-2 flags=0x0\n"
+			 "note send and recv with POLL_FIRST\n"
+			 "cqe ud=4 res=4 flags=0x0\n"
+			 "cqe ud=5 res=4 flags=0x0\n"
+			 "note timeout ETIME_SUCCESS, BOOTTIME; timeout update\n"
+			 "cqe ud=6 res=-22 flags=0x0\n"
+			 "cqe ud=7 res=-22 flags=0x0\n"
+			 "cqe ud=8 res=-22 flags=0x0\n"
+			 "cqe ud=9 res=0 flags=0x0\n"
+			 "note timeout update with CQE_SKIP_SUCCESS, then a NOP\n"
+			 "note submit 1\n"
+			 "note submit the rest 1\n"
+			 "cqe ud=17 res=-22 flags=0x0\n"
+			 "cqe ud=18 res=0 flags=0x0\n"
+			 "note cancel ANY; cancel with IOSQE_IO_LINK\n"
+			 "cqe ud=10 res=-22 flags=0x0\n"
+			 "cqe ud=11 res=-22 flags=0x0\n"
+			 "cqe ud=12 res=-125 flags=0x0\n"
+			 "note poll multishot on a pipe with data\n"
+			 "cqe ud=13 res=-22 flags=0x0\n"
+			 "cqe ud=99 res=-2 flags=0x0\n"
+			 "note cancel with len 1; poll remove with upper event bits; read with an unknown attribute\n"
+			 "cqe ud=14 res=-22 flags=0x0\n"
+			 "cqe ud=15 res=-2 flags=0x0\n"
+			 "cqe ud=16 res=2 flags=0x0\n");
 	free_run(&run_a);
 }
 
