@@ -124,6 +124,8 @@
 	X(compat_kernel, 10, true, false)      \
 	X(sec_novm, 10, true, true)            \
 	X(sec_probe, 10, true, true)           \
+	X(sec_mdwe, 15, true, true)            \
+	X(sec_wx_filter, 15, true, true)       \
 	X(no_uring, 10, false, true)
 
 struct prog {
