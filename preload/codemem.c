@@ -14,6 +14,9 @@
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U	/* Linux 6.3: the memfd can never be made executable as a file */
 #endif
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010	/* Linux 5.1 */
+#endif
 
 /*
  * Where a stub page's alias goes: a random page between 1 TiB and 126 TiB,
@@ -31,8 +34,7 @@ static uintptr_t random_hint(void)
 	return (uintptr_t)((lo + r % (hi - lo)) & ~(uint64_t)(CODEMEM_PAGE - 1));
 }
 
-/* A PROT_NONE page of our own for the alias to replace (MREMAP_FIXED would
- * replace anything at its target, so the target must already be ours). */
+/* A PROT_NONE page of our own where the alias goes (MAP_FIXED replaces it). */
 static long reserve(void)
 {
 	for (int i = 0; i < 4; i++) {
@@ -50,85 +52,62 @@ static long reserve(void)
 }
 
 /*
- * The page is made R-X from the start (a new mapping that is executable but
- * not writable: MDWE and MemoryDenyWriteExecute filters allow it, where they
- * refuse making a page executable later).  mremap with old size 0 makes a
- * second mapping of the same shared pages, with the same protection, which
- * then drops PROT_EXEC for good: no page is ever writable and executable
- * through one mapping, and nothing gains PROT_EXEC.  No fd is involved, so
- * none of the program's fd numbers moves and no file-size limit applies.
+ * One page of a memfd, mapped twice.  The writable twin is mapped first, at
+ * a random place, kept out of fork children (MADV_DONTFORK), and turned
+ * PROT_NONE; then F_SEAL_FUTURE_WRITE, after which no new mapping of the
+ * memfd can ever be writable; then the page itself, read-execute from the
+ * start (a new mapping that is executable but not writable: MDWE and
+ * MemoryDenyWriteExecute filters allow it, where they refuse making a page
+ * executable later).  The seal also takes from the R-X mapping the right to
+ * become writable, so a fork child, which inherits it but not the twin,
+ * cannot write code its parent runs (a privilege-separated child must not
+ * reach into its parent), and neither can /proc/self/mem.  The fd is closed
+ * before returning.
  */
-static int map_twice(uintptr_t want, uint8_t **alias)
-{
-	long p = (long)sys_mmap((void *)want, CODEMEM_PAGE, PROT_READ | PROT_EXEC,
-				MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (sys_is_err(p))
-		return (int)p;
-	if ((uintptr_t)p != want) {
-		sys_munmap((void *)p, CODEMEM_PAGE);
-		return -EEXIST;
-	}
-	long spot = reserve();
-	if (sys_is_err(spot)) {
-		sys_munmap((void *)want, CODEMEM_PAGE);
-		return (int)spot;
-	}
-	long err = sys_call6(SYS_mremap, (long)want, 0, CODEMEM_PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, spot, 0);
-	if (!sys_is_err(err))
-		err = sys_call3(SYS_mprotect, spot, CODEMEM_PAGE, PROT_NONE);
-	if (err) {
-		sys_munmap((void *)spot, CODEMEM_PAGE);
-		sys_munmap((void *)want, CODEMEM_PAGE);
-		return (int)err;
-	}
-	*alias = (uint8_t *)spot;
-	return 0;
-}
-
-/*
- * The same with a memfd mapped twice, for where mremap will not duplicate a
- * mapping (valgrind refuses it, a sandbox may deny mremap).  The fd is closed before returning; a
- * file-size limit below one page is an error here, not a SIGXFSZ.
- */
-static int map_memfd(uintptr_t want, uint8_t **alias)
+int codemem_stub_map(uintptr_t want, uint8_t **alias)
 {
 	struct rlimit rl;
 	if (!sys_call6(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&rl, 0, 0) && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < CODEMEM_PAGE)
-		return -EFBIG;
-	int fd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-code", MFD_CLOEXEC | MFD_NOEXEC_SEAL, 0);
+		return -EFBIG;	/* a memfd counts against it: SIGXFSZ otherwise */
+	int fd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-code", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL, 0);
 	if (fd == -EINVAL)	/* before Linux 6.3 */
-		fd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-code", MFD_CLOEXEC, 0);
+		fd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-code", MFD_CLOEXEC | MFD_ALLOW_SEALING, 0);
 	if (fd < 0)
 		return fd;
+	long twin = -ENOMEM, code;
 	long err = sys_call3(SYS_ftruncate, fd, CODEMEM_PAGE, 0);
-	long p = err ? err
-		     : (long)sys_mmap((void *)want, CODEMEM_PAGE, PROT_READ | PROT_EXEC,
-				      MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-	if (!err && !sys_is_err(p) && (uintptr_t)p != want) {
-		sys_munmap((void *)p, CODEMEM_PAGE);
-		p = -EEXIST;
+	if (!err) {
+		twin = reserve();
+		err = sys_is_err(twin) ? twin : 0;
 	}
-	if (sys_is_err(p)) {
-		sys_close(fd);
-		return (int)p;
+	if (!err) {
+		/* Over the reservation: on failure the reservation stays, unmapped below. */
+		code = (long)sys_mmap((void *)twin, CODEMEM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+		err = sys_is_err(code) ? code : 0;
 	}
-	long spot = reserve();
-	if (!sys_is_err(spot))
-		spot = (long)sys_mmap((void *)spot, CODEMEM_PAGE, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (!err)
+		err = sys_call3(SYS_madvise, twin, CODEMEM_PAGE, MADV_DONTFORK);
+	if (!err)
+		err = sys_call3(SYS_mprotect, twin, CODEMEM_PAGE, PROT_NONE);
+	if (!err)
+		err = sys_call3(SYS_fcntl, fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	if (!err) {
+		code = (long)sys_mmap((void *)want, CODEMEM_PAGE, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+		if (!sys_is_err(code) && (uintptr_t)code != want) {
+			sys_munmap((void *)code, CODEMEM_PAGE);
+			code = -EEXIST;
+		}
+		err = sys_is_err(code) ? code : 0;
+	}
 	sys_close(fd);
-	if (sys_is_err(spot)) {
-		sys_munmap((void *)want, CODEMEM_PAGE);
-		return (int)spot;
+	if (err) {
+		if (!sys_is_err(twin))
+			sys_munmap((void *)twin, CODEMEM_PAGE);
+		return (int)err;
 	}
-	*alias = (uint8_t *)spot;
+	*alias = (uint8_t *)twin;
 	return 0;
-}
-
-int codemem_stub_map(uintptr_t want, uint8_t **alias)
-{
-	int err = map_twice(want, alias);
-	return err && err != -EEXIST ? map_memfd(want, alias) : err;
 }
 
 int codemem_stub_write(uint8_t **alias, size_t off, const void *bytes, size_t n)
@@ -168,4 +147,39 @@ int codemem_text_write(int fd, uintptr_t at, const void *bytes, size_t n)
 {
 	long r = sys_call6(SYS_pwrite64, fd, (long)bytes, (long)n, (long)at, 0, 0);
 	return r == (long)n ? 0 : r < 0 ? (int)r : -EIO;
+}
+
+/*
+ * The trampoline: written once, then only run.  Where a memfd cannot be had
+ * (a file-size limit below one page, a kernel before 5.1), a private page
+ * mapped read-write, filled, then made read-execute: never writable and
+ * executable at once, but a gain of PROT_EXEC, which MDWE and
+ * MemoryDenyWriteExecute filters refuse (the caller then stays inactive).
+ */
+int codemem_map_code(uintptr_t want, const void *code, size_t n)
+{
+	uint8_t *twin = NULL;
+	int err = codemem_stub_map(want, &twin);
+	if (!err) {
+		err = codemem_stub_write(&twin, 0, code, n);
+		codemem_stub_unalias(twin);
+		if (err)
+			sys_munmap((void *)want, CODEMEM_PAGE);
+		return err;
+	}
+	if (err == -EEXIST)
+		return err;
+	long p = (long)sys_mmap((void *)want, CODEMEM_PAGE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (sys_is_err(p))
+		return (int)p;
+	if ((uintptr_t)p != want) {
+		sys_munmap((void *)p, CODEMEM_PAGE);
+		return -EEXIST;
+	}
+	memcpy((void *)want, code, n);
+	err = (int)sys_call3(SYS_mprotect, (long)want, CODEMEM_PAGE, PROT_READ | PROT_EXEC);
+	if (err)
+		sys_munmap((void *)want, CODEMEM_PAGE);
+	return err;
 }

@@ -1,10 +1,11 @@
 /*
  * Writing code without a mapping that is writable and executable at any
- * moment (docs/security.md, "What it maps executable").  Site patching
- * writes two kinds of code:
- *  - its own stubs: shared anonymous pages mapped R-X where they run, and a
- *    second mapping of the same pages at a random address, PROT_NONE except
- *    while bufsel writes through it (then read-write, never executable);
+ * moment (docs/security.md, "What it maps executable").  bufsel writes two
+ * kinds of code:
+ *  - its own (the trampoline, the stubs): a page of a sealed memfd mapped
+ *    R-X where it runs, and a second mapping of it at a random address,
+ *    PROT_NONE except while bufsel writes through it (then read-write,
+ *    never executable), absent from fork children;
  *  - the program's text: written through /proc/self/mem, which leaves the
  *    mapping r-x (the kernel copies the page on the first write, as for a
  *    debugger's breakpoint), so a thread running elsewhere in the page goes
@@ -31,8 +32,11 @@ int codemem_stub_map(uintptr_t want, uint8_t **alias);
  */
 int codemem_stub_write(uint8_t **alias, size_t off, const void *bytes, size_t n);
 
-/* The alias, gone (a child's inherited one: the parent still writes there). */
+/* The alias, gone. */
 void codemem_stub_unalias(uint8_t *alias);
+
+/* A page R-X at exactly want holding n bytes of code, and no writable mapping of it. */
+int codemem_map_code(uintptr_t want, const void *code, size_t n);
 
 /* /proc/self/mem opened for writing: an fd, or -errno. */
 int codemem_text_open(void);

@@ -242,9 +242,10 @@ static bool system_refusal(int err)
 }
 
 /*
- * A fork shares the stub pages with its parent (shared memory, for the
- * aliases): the child writes no stub into them, since the parent may put
- * its next one in the same place.  Its own sites get pages of its own.
+ * A fork shares the stub pages with its parent but not their writable
+ * twins (codemem.h): the child writes no stub into them (its twin pointers
+ * name nothing of its own now, and the parent may put its next stub in the
+ * same place).  Its own sites get pages of its own.
  */
 static void leave_parents_pages(void)
 {
@@ -252,7 +253,6 @@ static void leave_parents_pages(void)
 	if (patch.owner == pid)
 		return;
 	for (unsigned i = 0; i < patch.npages; i++) {
-		codemem_stub_unalias(patch.pages[i].rw);
 		patch.pages[i].rw = NULL;
 		patch.pages[i].used = STUB_PAGE;
 	}
@@ -267,8 +267,10 @@ static uintptr_t map_stub_page(uintptr_t want)
 		return 0;
 	int err = codemem_stub_map(want, &rw);
 	if (err) {
-		if (err == -EPERM || err == -EACCES)
-			refused_by_system("no executable stub page", err);
+		/* -EEXIST: the address is taken, another may do; anything else
+		 * would fail the same way everywhere. */
+		if (err != -EEXIST)
+			refused_by_system("no stub page", err);
 		return 0;
 	}
 	patch.pages[patch.npages++] = (struct stub_page){ want, rw, 0 };

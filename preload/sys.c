@@ -59,14 +59,7 @@ int sys_trampoline_init(void)
 	 * The calls are raw until the page is ready; the filter is not installed
 	 * yet, or (in an exec'd child) it only traps shared populated mappings,
 	 * which these are not. */
-	uint8_t *alias;
-	int r = codemem_stub_map(SYS_TRAMPOLINE_ADDR, &alias);
-	if (r)
-		return r;
-	r = codemem_stub_write(&alias, 0, trampoline_code, sizeof(trampoline_code));
-	codemem_stub_unalias(alias);
-	if (r)
-		sys_munmap((void *)SYS_TRAMPOLINE_ADDR, CODEMEM_PAGE);
+	int r = codemem_map_code(SYS_TRAMPOLINE_ADDR, trampoline_code, sizeof(trampoline_code));
 	trampoline_ready = !r;
 	return r;
 }

@@ -126,6 +126,7 @@
 	X(sec_probe, 10, true, true)           \
 	X(sec_mdwe, 15, true, true)            \
 	X(sec_wx_filter, 15, true, true)       \
+	X(sec_wx_fork, 15, true, true)         \
 	X(no_uring, 10, false, true)
 
 struct prog {

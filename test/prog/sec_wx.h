@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 /* Lines of /proc/self/maps whose permissions have both w and x. */
-static int wx_count(void)
+static inline int wx_count(void)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	char line[512];
@@ -36,7 +36,7 @@ static int wx_count(void)
 
 static atomic_int wx_stop, wx_seen, wx_samples;
 
-static void *wx_sampler(void *arg)
+static inline void *wx_sampler(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&wx_stop) || atomic_load(&wx_samples) == 0) {
@@ -47,7 +47,7 @@ static void *wx_sampler(void *arg)
 }
 
 /* Whether mprotect may make a fresh read-write page executable: what the hardening refuses. */
-static void wx_note_exec_gain(void)
+static inline void wx_note_exec_gain(void)
 {
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
@@ -62,7 +62,7 @@ static void wx_note_exec_gain(void)
 }
 
 /* NOPs and a provided-buffer read, 20 submits and waits from the same sites. */
-static void wx_uring_work(const char *who)
+static inline void wx_uring_work(const char *who)
 {
 	pthread_t t;
 	atomic_store(&wx_stop, 0);
@@ -118,7 +118,7 @@ static void wx_uring_work(const char *who)
 }
 
 /* Runs this program again with "child" (the environment, bufsel's included, goes with it). */
-static void wx_run_child(void)
+static inline void wx_run_child(void)
 {
 	pid_t pid = fork();
 	if (pid < 0)
