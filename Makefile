@@ -64,6 +64,11 @@ $(B)/test/prog/bs_%: test/prog/bs_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
 
+# The hardened programs share the W^X checks in sec_wx.h.
+$(B)/test/prog/sec_%: test/prog/sec_%.c test/prog/cqe_print.h test/prog/sec_wx.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
+
 # The pol_ programs (configured policies) use the same helpers.
 $(B)/test/prog/pol_%: test/prog/pol_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
 	@mkdir -p $(dir $@)

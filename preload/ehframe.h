@@ -12,7 +12,7 @@
 struct code_range {
 	uintptr_t func_start, func_end;	/* the function holding pc */
 	uintptr_t seg_start, seg_end;	/* its PT_LOAD segment */
-	int seg_prot;			/* PROT_* of that segment */
+	int seg_prot;			/* PROT_* from its ELF flags: tells code from data, restores nothing */
 };
 
 /* 0, or -ENOENT when no loaded object describes pc in a form read here. */

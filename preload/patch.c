@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "preload/codemem.h"
 #include "preload/ehframe.h"
 #include "preload/emulate.h"
 #include "preload/insn.h"
@@ -39,7 +40,8 @@
 #define XFEATURE_AMX ((1ull << 17) | (1ull << 18))
 
 struct stub_page {
-	uintptr_t base;
+	uintptr_t base;		/* where the stubs run: R-X */
+	uint8_t *rw;		/* its writable twin (codemem.h); NULL: takes no more stubs */
 	unsigned used;		/* bytes of stubs written */
 };
 
@@ -52,8 +54,9 @@ static struct patch_state {
 	uintptr_t refused[MAX_REFUSED];	/* sites not to look at again */
 	atomic_ulong sites;
 	bool xsavec;		/* the stubs enter through the XSAVEC variant */
-	bool membarrier;
-	bool fork_held;		/* prepare took busy; parent and child give it back */	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE registered */
+	bool membarrier;	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE registered */
+	bool fork_held;		/* prepare took busy; parent and child give it back */
+	long owner;		/* the process whose stub pages these are (a fork shares them) */
 } patch = { .busy = ATOMIC_FLAG_INIT };
 
 /* The components the stubs save and restore (EDX:EAX of XSAVE/XRSTOR):
@@ -220,20 +223,57 @@ static void refuse(uintptr_t site, const char *why)
 	log_debug("site %#lx not patched: %s", (unsigned long)site, why);
 }
 
+/*
+ * The system will not let bufsel write code (PR_SET_MDWE or a seccomp filter
+ * refusing the stub mappings, /proc/self/mem closed to the process): every
+ * site stays on the trap, which answers every call as well, only slower.
+ * Said once, at info.
+ */
+static void refused_by_system(const char *what, int err)
+{
+	patch.enabled = false;
+	log_once(BUFSEL_LOG_INFO, ONCE_NO_PATCH, "site patching off: %s: %s; io_uring calls stay on the trap path",
+		 what, strerror(-err));
+}
+
+static bool system_refusal(int err)
+{
+	return err == -EPERM || err == -EACCES || err == -ENOENT || err == -EROFS || err == -EIO;
+}
+
+/*
+ * A fork shares the stub pages with its parent but not their writable
+ * twins (codemem.h): the child writes no stub into them (its twin pointers
+ * name nothing of its own now, and the parent may put its next stub in the
+ * same place).  Its own sites get pages of its own.
+ */
+static void leave_parents_pages(void)
+{
+	long pid = sys_call3(SYS_getpid, 0, 0, 0);
+	if (patch.owner == pid)
+		return;
+	for (unsigned i = 0; i < patch.npages; i++) {
+		patch.pages[i].rw = NULL;
+		patch.pages[i].used = STUB_PAGE;
+	}
+	patch.owner = pid;
+}
+
 /* A new stub page at exactly want (MAP_FIXED_NOREPLACE), or 0. */
 static uintptr_t map_stub_page(uintptr_t want)
 {
-	if (patch.npages == MAX_STUB_PAGES)
+	uint8_t *rw;
+	if (patch.npages == MAX_STUB_PAGES || !patch.enabled)
 		return 0;
-	void *p = sys_mmap((void *)want, STUB_PAGE, PROT_READ | PROT_EXEC,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (sys_is_err((long)p))
-		return 0;
-	if ((uintptr_t)p != want) {
-		sys_munmap(p, STUB_PAGE);
+	int err = codemem_stub_map(want, &rw);
+	if (err) {
+		/* -EEXIST: the address is taken, another may do; anything else
+		 * would fail the same way everywhere. */
+		if (err != -EEXIST)
+			refused_by_system("no stub page", err);
 		return 0;
 	}
-	patch.pages[patch.npages++] = (struct stub_page){ want, 0 };
+	patch.pages[patch.npages++] = (struct stub_page){ want, rw, 0 };
 	return want;
 }
 
@@ -246,7 +286,7 @@ static uintptr_t stub_slot(uintptr_t lo, uintptr_t hi, uintptr_t near)
 	for (unsigned i = 0; i < patch.npages; i++) {
 		struct stub_page *pg = &patch.pages[i];
 		uintptr_t at = pg->base + pg->used;
-		if (pg->used + STUB_SIZE <= STUB_PAGE && at >= lo && at + STUB_SIZE - 1 <= hi)
+		if (pg->rw && pg->used + STUB_SIZE <= STUB_PAGE && at >= lo && at + STUB_SIZE - 1 <= hi)
 			return at;
 	}
 	if (hi - lo < (1u << 20)) {
@@ -275,15 +315,19 @@ static uintptr_t stub_slot(uintptr_t lo, uintptr_t hi, uintptr_t near)
 	return 0;
 }
 
-/* mprotect through the trampoline: libc's would be fine, but stay uniform. */
-static int protect(uintptr_t start, uintptr_t end, int prot)
+static struct stub_page *page_of(uintptr_t stub)
 {
-	uintptr_t s = start & ~(uintptr_t)4095, e = (end + 4095) & ~(uintptr_t)4095;
-	return (int)sys_call3(SYS_mprotect, (long)s, (long)(e - s), prot);
+	for (unsigned i = 0; i < patch.npages; i++)
+		if (stub >= patch.pages[i].base && stub < patch.pages[i].base + STUB_PAGE)
+			return &patch.pages[i];
+	return NULL;
 }
 
-static void write_stub(uintptr_t stub, const uint8_t *moved, size_t nmoved, uintptr_t resume)
+/* Through the page's writable alias: the page itself stays R-X throughout. */
+static int write_stub(struct stub_page *pg, uintptr_t stub, const uint8_t *moved, size_t nmoved, uintptr_t resume)
 {
+	if (!pg)
+		return -EINVAL;
 	uint8_t code[STUB_SIZE], *p = code;
 	uintptr_t entry = patch.xsavec ? (uintptr_t)bufsel_patch_entry_xsavec : (uintptr_t)bufsel_patch_entry_xsave;
 	memset(code, 0xcc, sizeof(code));
@@ -293,9 +337,10 @@ static void write_stub(uintptr_t stub, const uint8_t *moved, size_t nmoved, uint
 	*p++ = 0x48; *p++ = 0xb9; memcpy(p, &resume, 8), p += 8;		/* movabs $resume,%rcx */
 	*p++ = 0x49; *p++ = 0xbb; memcpy(p, &entry, 8), p += 8;		/* movabs $entry,%r11 */
 	*p++ = 0x41; *p++ = 0xff; *p++ = 0xe3;					/* jmp *%r11 */
-	protect(stub, stub + STUB_SIZE, PROT_READ | PROT_WRITE | PROT_EXEC);
-	memcpy((void *)stub, code, sizeof(code));
-	protect(stub, stub + STUB_SIZE, PROT_READ | PROT_EXEC);
+	int err = codemem_stub_write(&pg->rw, stub - pg->base, code, sizeof(code));
+	if (!err)
+		pg->used += STUB_SIZE;
+	return err;
 }
 
 /* Every thread of the process executes a serializing instruction before this returns. */
@@ -304,14 +349,20 @@ static int sync_cores(void)
 	return (int)sys_call3(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
 }
 
-/* A store of n bytes inside one naturally aligned quadword: atomic on Intel and AMD alike. */
-static void store_in_quadword(uintptr_t at, const uint8_t *bytes, size_t n)
+/*
+ * n bytes inside one naturally aligned quadword, written as that whole
+ * quadword in one write to /proc/self/mem: the kernel copies 8 aligned bytes
+ * at once (docs/interception.md gives the measurement).
+ */
+static int store_in_quadword(int mem, uintptr_t at, const uint8_t *bytes, size_t n)
 {
 	uintptr_t q = at & ~(uintptr_t)7;
-	uint64_t v;
-	memcpy(&v, (const void *)q, 8);
-	memcpy((uint8_t *)&v + (at - q), bytes, n);
-	__atomic_store_n((uint64_t *)q, v, __ATOMIC_SEQ_CST);
+	uint8_t v[8];
+	int err = codemem_text_read(mem, q, v, 8);
+	if (err)
+		return err;
+	memcpy(v + (at - q), bytes, n);
+	return codemem_text_write(mem, q, v, 8);
 }
 
 /*
@@ -322,31 +373,54 @@ static void store_in_quadword(uintptr_t at, const uint8_t *bytes, size_t n)
  * followed by a membarrier that serializes every core of the process, so no
  * thread runs a mix of old and new bytes.  For a 3-byte load the syscall's
  * own bytes are written with the values they already hold.
+ *
+ * Every write goes through /proc/self/mem: the page stays r-x, so a thread
+ * running anywhere else in it goes on running (with mprotect to read-write
+ * it would fault), and no PROT_EXEC is ever gained, which PR_SET_MDWE and
+ * MemoryDenyWriteExecute filters refuse.  -errno if the site is unchanged;
+ * a failure after the jump-to-self puts the old bytes back.
  */
-static bool code_write(const struct code_range *cr, uintptr_t site, uintptr_t stub)
+static int code_write(uintptr_t site, uintptr_t stub)
 {
-	uint8_t jmp[5] = { 0xe9 };
+	uint8_t jmp[5] = { 0xe9 }, old[5];
 	int32_t disp = (int32_t)(stub - (site + 5));
 	memcpy(jmp + 1, &disp, 4);
 	bool one_store = (site & 7) <= 3;
 	if (!one_store && ((site & 7) == 7 || !patch.membarrier))
-		return false;
-	if (protect(site, site + 5, cr->seg_prot | PROT_WRITE))
-		return false;
-	if (one_store) {
-		store_in_quadword(site, jmp, 5);
+		return -EOPNOTSUPP;
+	int mem = codemem_text_open();
+	if (mem < 0)
+		return mem;
+	int err = codemem_text_read(mem, site, old, sizeof(old));
+	if (err) {
+		/* nothing written */
+	} else if (one_store) {
+		err = store_in_quadword(mem, site, jmp, 5);
 	} else {
 		static const uint8_t spin[2] = { 0xeb, 0xfe };
-		store_in_quadword(site, spin, 2);
-		sync_cores();
-		for (size_t i = 2; i < 5; i++)
-			store_in_quadword(site + i, jmp + i, 1);
-		sync_cores();
-		store_in_quadword(site, jmp, 2);
+		err = store_in_quadword(mem, site, spin, 2);
+		if (!err) {
+			sync_cores();
+			/* Nothing runs these three bytes while the first two spin. */
+			int late = codemem_text_write(mem, site + 2, jmp + 2, 3);
+			sync_cores();
+			if (late) {
+				codemem_text_write(mem, site + 2, old + 2, 3);
+				sync_cores();
+			}
+			/* Until this lands the site spins: retried, for a page the
+			 * kernel could not spare a moment ago. */
+			int fin = store_in_quadword(mem, site, late ? old : jmp, 2);
+			for (int i = 0; fin && i < 100; i++) {
+				sys_call3(SYS_sched_yield, 0, 0, 0);
+				fin = store_in_quadword(mem, site, late ? old : jmp, 2);
+			}
+			err = late ? late : fin;
+		}
 	}
 	sync_cores();
-	protect(site, site + 5, cr->seg_prot);
-	return true;
+	sys_close(mem);
+	return err;
 }
 
 /*
@@ -392,6 +466,7 @@ static void patch_locked(uintptr_t rip, long nr)
 	struct code_range cr = { 0 };
 	if (refused(rip))
 		return;
+	leave_parents_pages();
 	if (ehframe_lookup(rip - 2, &cr) || rip - 7 < cr.func_start) {
 		refuse(rip, "no unwind table entry for the function");
 		return;
@@ -430,12 +505,17 @@ static void patch_locked(uintptr_t rip, long nr)
 		refuse(rip, "no room for a stub within reach");
 		return;
 	}
-	write_stub(stub, (const uint8_t *)site, len, rip);
-	for (unsigned i = 0; i < patch.npages; i++)
-		if (stub >= patch.pages[i].base && stub < patch.pages[i].base + STUB_PAGE)
-			patch.pages[i].used += STUB_SIZE;
-
-	if (!code_write(&cr, site, stub)) {
+	int err = write_stub(page_of(stub), stub, (const uint8_t *)site, len, rip);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			refused_by_system("stub pages cannot be written", err);
+		refuse(rip, "the stub cannot be written");
+		return;
+	}
+	err = code_write(site, stub);
+	if (err) {
+		if (system_refusal(err))
+			refused_by_system("/proc/self/mem", err);
 		refuse(rip, "the code cannot be rewritten safely");
 		return;
 	}

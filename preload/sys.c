@@ -14,6 +14,8 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include "preload/codemem.h"
+
 static const unsigned char trampoline_code[] = {
 	0x48, 0x89, 0xf8,		/* mov %rdi,%rax */
 	0x48, 0x89, 0xf7,		/* mov %rsi,%rdi */
@@ -51,20 +53,13 @@ static long raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long
 
 int sys_trampoline_init(void)
 {
-	long page = 4096;
-	void *want = (void *)SYS_TRAMPOLINE_ADDR;
-	/* Raw mmap: the filter is not installed yet, or (in an exec'd child) it
-	 * only traps shared populated mappings, which this is not. */
-	long p = raw_call6(SYS_mmap, (long)want, page, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (sys_is_err(p))
-		return (int)p;
-	if ((void *)p != want) {
-		raw_call6(SYS_munmap, p, page, 0, 0, 0, 0);
-		return -EEXIST;
-	}
-	memcpy(want, trampoline_code, sizeof(trampoline_code));
-	int r = (int)raw_call6(SYS_mprotect, (long)want, page, PROT_READ | PROT_EXEC, 0, 0, 0);
+	/* Mapped R-X from the start and written through a writable alias
+	 * (codemem.h): a process under PR_SET_MDWE or a MemoryDenyWriteExecute
+	 * filter, inherited across execve, refuses making a page executable.
+	 * The calls are raw until the page is ready; the filter is not installed
+	 * yet, or (in an exec'd child) it only traps shared populated mappings,
+	 * which these are not. */
+	int r = codemem_map_code(SYS_TRAMPOLINE_ADDR, trampoline_code, sizeof(trampoline_code));
 	trampoline_ready = !r;
 	return r;
 }

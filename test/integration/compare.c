@@ -126,6 +126,9 @@
 	X(compat_fields, 10, true, false) /* flags inside SQE fields newer than 5.6: compat_fields_is_5_6 */ \
 	X(sec_novm, 10, true, true)            \
 	X(sec_probe, 10, true, true)           \
+	X(sec_mdwe, 15, true, true)            \
+	X(sec_wx_filter, 15, true, true)       \
+	X(sec_wx_fork, 15, true, true)         \
 	X(no_uring, 10, false, true)
 
 struct prog {

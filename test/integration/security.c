@@ -12,6 +12,11 @@
  *                constructor; (the process_vm_readv-denying sandbox is
  *                sec_novm in compare's table); a child whose bufsel cannot
  *                initialise under its parent's filter (init_fail);
+ *   wx           no mapping writable and executable at once: programs
+ *                under PR_SET_MDWE and under a MemoryDenyWriteExecute
+ *                filter (sec_mdwe, sec_wx_filter, also in compare's table)
+ *                get their sites rewritten; where /proc/self/mem is closed
+ *                to the program, its calls stay on the trap, said once;
  *   secure       a setuid-root copy of a program run by nobody, bufsel
  *                installed as a setuid library in the system directory:
  *                BUFSEL_CONF=/etc/shadow shows nothing, BUFSEL_STATS creates
@@ -292,6 +297,83 @@ Test(limits, a_child_whose_bufsel_cannot_initialise_survives_the_inherited_filte
 			   shim.err);
 	cr_assert_not_null(strstr(shim.err, "init_fail child: io_uring_queue_init: -ENOSYS"), "%s", shim.err);
 	cr_assert_eq(count_lines(shim.err, "bufsel: exit:"), 2, "%s", shim.err);
+	harness_free(&native);
+	harness_free(&shim);
+}
+
+/* ---- write xor execute ------------------------------------------------------------------ */
+
+TestSuite(wx);
+
+/* The smallest and the largest "sites=N" over the exit reports in err; their number. */
+static int sites_range(const char *err, unsigned long *lo, unsigned long *hi)
+{
+	int n = 0;
+	*lo = ~0ul;
+	*hi = 0;
+	for (const char *p = err; (p = strstr(p, "bufsel: exit:")); p++) {
+		const char *s = strstr(p, " sites=");
+		const char *nl = strchr(p, '\n');
+		cr_assert(s && (!nl || s < nl), "exit report without sites=: %s", p);
+		unsigned long v = strtoul(s + 7, NULL, 10);
+		*lo = v < *lo ? v : *lo;
+		*hi = v > *hi ? v : *hi;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The hardened programs' own checks (their output, as native) say that no
+ * mapping was writable and executable at any point they looked; here: every
+ * process of theirs had its liburing site rewritten, so rewriting needed
+ * nothing their hardening refuses (had it, bufsel would have stayed on the
+ * trap and said so), and nothing said it was refused.
+ */
+Test(wx, sites_are_rewritten_under_mdwe_and_a_memory_deny_write_execute_filter, .timeout = 60)
+{
+	const char *progs[] = { "sec_mdwe", "sec_wx_filter" };
+	for (size_t i = 0; i < 2; i++) {
+		struct run native = { 0 }, shim = { 0 };
+		unsigned long lo, hi;
+		run(&native, false, NULL, progs[i], NULL);
+		run(&shim, true, NULL, progs[i], VARS("BUFSEL_LOG=info"));
+		cr_assert_eq(native.status, 0, "%s natively:\n%s", progs[i], native.err);
+		expect_as_native(&native, &shim, progs[i]);
+		cr_assert_eq(sites_range(shim.err, &lo, &hi), 2, "%s: not two exit reports:\n%s", progs[i], shim.err);
+		cr_assert_geq(lo, 1, "%s: a process with no site rewritten:\n%s", progs[i], shim.err);
+		cr_assert_null(strstr(shim.err, "site patching off"), "%s:\n%s", progs[i], shim.err);
+		cr_assert_not_null(strstr(shim.out, "writable and executable mappings seen while the calls were made: 0"),
+				   "%s", shim.out);
+		harness_free(&native);
+		harness_free(&shim);
+	}
+}
+
+/*
+ * A non-dumpable process of an ordinary user may not open /proc/self/mem
+ * (its /proc files belong to root): bufsel cannot rewrite a site there, so
+ * every call is answered through the trap, as correctly, and one info line
+ * says so.
+ */
+Test(wx, where_proc_self_mem_is_closed_calls_stay_on_the_trap, .timeout = 60)
+{
+	if (access("/usr/bin/setpriv", X_OK) || geteuid() != 0)
+		cr_skip_test("needs root and setpriv");
+	const char *nobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "
+			     "\"$0\" nodump";
+	struct run native = { 0 }, shim = { 0 };
+	unsigned long lo, hi;
+	run(&native, false, nobody, "sec_mdwe", NULL);
+	run(&shim, true, nobody, "sec_mdwe", VARS("BUFSEL_LOG=info"));
+	cr_assert_eq(native.status, 0, "natively:\n%s", native.err);
+	expect_as_native(&native, &shim, "sec_mdwe nodump as nobody");
+	cr_assert_eq(count_lines(shim.err, "bufsel: site patching off: /proc/self/mem: Permission denied; "
+					   "io_uring calls stay on the trap path"),
+		     1, "%s", shim.err);
+	cr_assert_eq(sites_range(shim.err, &lo, &hi), 1, "%s", shim.err);
+	cr_assert_eq(hi, 0, "a site was rewritten:\n%s", shim.err);
+	cr_assert_null(strstr(shim.err, " trapped=0 "), "%s", shim.err);
 	harness_free(&native);
 	harness_free(&shim);
 }

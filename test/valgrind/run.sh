@@ -65,6 +65,9 @@ clone_lock:300 raw clones while a thread provides buffers in a loop: under valgr
 sig_submit:its signal handler submits with a syscall instruction of its own, which no libc hook sees (the patch_regs case)
 sqe_race:a thread rewrites the SQE being submitted; which opcodes the race lets through depends on timing, and valgrind 3.19 runs one thread at a time
 sec_novm:installs its own seccomp filter (process_vm_readv denied), and valgrind 3.19 has no seccomp(2)
+sec_mdwe:sets PR_SET_MDWE, under which valgrind 3.19 itself cannot continue (natively, without bufsel, too: it makes its translations executable after writing them); and re-executes /proc/self/exe
+sec_wx_filter:installs its own seccomp filter refusing executable writable memory, under which valgrind 3.19 itself cannot continue (natively too); and re-executes /proc/self/exe
+sec_wx_fork:counts the process's writable and executable mappings, and valgrind's own translation cache is such a mapping (natively too)
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
 
 VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
