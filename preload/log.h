@@ -36,6 +36,7 @@ enum log_once {
 	ONCE_HOLD_NOMEM,	/* no memory to hold a chain */
 	ONCE_HELD_NO_ROOM,	/* no room in the real SQ for a held chain */
 	ONCE_HELD_SHORT,	/* the kernel took part of a held chain */
+	ONCE_UNDISPATCHED,	/* a thread left to run without Syscall User Dispatch */
 };
 
 int log_first(enum log_once what);	/* 1 the first time only */

@@ -82,6 +82,7 @@
 	X(sigblock, 10, true, true)            \
 	X(exec_child, 10, true, true)          \
 	X(exec_nopreload, 10, true, true)      \
+	X(exec_uring_nopreload, 20, true, true) \
 	X(init_fail, 10, true, true)           \
 	X(cycles, 60, true, true)              \
 	X(own_sigsys, 10, true, true)          \
@@ -124,6 +125,7 @@
 	X(compat_kernel, 10, true, false)      \
 	X(sec_novm, 10, true, true)            \
 	X(sec_probe, 10, true, true)           \
+	X(gate_addr, 10, true, true)           \
 	X(no_uring, 10, false, true)
 
 struct prog {

@@ -1,0 +1,261 @@
+/*
+ * Syscall User Dispatch.  The allowed range is libc's text: libc's own
+ * system calls (read, futex, the rt_sigreturn of every signal handler's
+ * restorer) never trap, nor do bufsel's, which go through a `syscall; ret`
+ * in that text (the gate, sys.c).  Everything else a thread issues with its
+ * own `syscall` instruction — liburing's inline io_uring calls and ring
+ * mmaps, ld.so loading a library, a vDSO fallback — raises SIGSYS, and
+ * dispatch_trap() answers it in place.  The selector is per thread and stays
+ * BLOCK: nothing has to switch it for bufsel's own calls, so a program signal
+ * handler that runs while bufsel waits in the kernel traps as usual.
+ *
+ * The kernel clears the setting in every new thread and process and on
+ * execve.  pthread_create is wrapped to arm each new thread, and a fork child
+ * is re-armed by pthread_atfork (init.c).  Threads made with a raw clone run
+ * unarmed: their inline io_uring calls reach the kernel unseen.
+ */
+#define _GNU_SOURCE
+#include "preload/dispatch.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <linux/audit.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload/emulate.h"
+#include "preload/log.h"
+#include "preload/patch.h"
+#include "preload/real.h"
+#include "preload/signals.h"
+#include "preload/state.h"
+#include "preload/sys.h"
+#include "preload/uaccess.h"
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_OFF 0
+#define PR_SYS_DISPATCH_ON 1
+#endif
+#define SEL_ALLOW 0
+#define SEL_BLOCK 1
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+static struct {
+	uintptr_t lo, hi;	/* libc's executable segment */
+	int on;			/* the process runs under dispatch */
+} dispatch;
+
+/* Read by the kernel on every call from outside [lo, hi). */
+static TLS volatile char selector = SEL_BLOCK;
+/* This thread was armed by bufsel (a dispatched SIGSYS is then ours). */
+static TLS int armed;
+
+REAL_DECL(pthread_create);
+
+static int arm(void)
+{
+	selector = SEL_BLOCK;
+	long r = sys_call6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (long)dispatch.lo,
+			   (long)(dispatch.hi - dispatch.lo), (long)&selector, 0);
+	armed = !r;
+	return (int)r;
+}
+
+struct libc_text {
+	uintptr_t base, lo, hi;
+};
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct libc_text *t = data;
+	(void)size;
+	if (info->dlpi_addr != t->base)
+		return 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			t->lo = (info->dlpi_addr + ph->p_vaddr) & ~4095UL;
+			t->hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~4095UL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int dispatch_init(void)
+{
+	/* libc is the object that defines getpid (bufsel does not). */
+	Dl_info di;
+	struct libc_text t = { 0 };
+	if (!dladdr((void *)&getpid, &di) || !di.dli_fbase)
+		return -ENOENT;
+	t.base = (uintptr_t)di.dli_fbase;
+	/* dladdr gives the load address of the ELF header; dl_iterate_phdr the bias.
+	 * For libc (linked at 0) they are the same. */
+	if (!dl_iterate_phdr(find_text, &t) || !t.lo)
+		return -ENOENT;
+	dispatch.lo = t.lo;
+	dispatch.hi = t.hi;
+	/* The gate must be found before arming: after it, bufsel's own text traps. */
+	uintptr_t before = sys_gate();
+	int r = sys_gate_in(t.lo, t.hi);
+	if (r)
+		return r;
+	if ((r = arm())) {
+		sys_gate_restore(before);
+		return r;
+	}
+	dispatch.on = 1;
+	return 0;
+}
+
+int dispatch_owns(void)
+{
+	return dispatch.on && armed;
+}
+
+void dispatch_after_fork(void)
+{
+	if (dispatch.on && armed)
+		arm();
+}
+
+/* ---- threads ------------------------------------------------------------------------- */
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *armed_start(void *p)
+{
+	struct start s = *(struct start *)p;
+	free(p);
+	if (arm())
+		log_once(BUFSEL_LOG_WARN, ONCE_UNDISPATCHED,
+			 "a new thread could not be armed: its inline io_uring calls reach the kernel unseen");
+	return s.fn(s.arg);
+}
+
+EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	if (!dispatch.on)
+		return REAL(pthread_create)(t, attr, fn, arg);
+	struct start *s = malloc(sizeof(*s));
+	if (!s)
+		return EAGAIN;
+	s->fn = fn;
+	s->arg = arg;
+	int r = REAL(pthread_create)(t, attr, armed_start, s);
+	if (r)
+		free(s);
+	return r;
+}
+
+/* ---- the trapped call ---------------------------------------------------------------- */
+
+/*
+ * rt_sigreturn from a restorer outside libc (a runtime with its own): done
+ * from the gate with the stack pointer the program had, as its restorer
+ * would have done it; bufsel's own signal frame below is simply dropped.
+ */
+__attribute__((noreturn)) static void sigreturn_from(uintptr_t sp)
+{
+	__asm__ volatile("mov %0, %%rsp\n\t"
+			 "mov %1, %%eax\n\t"
+			 "jmp *%2"
+			 :
+			 : "r"(sp), "i"(SYS_rt_sigreturn), "r"(sys_gate())
+			 : "memory");
+	__builtin_unreachable();
+}
+
+/*
+ * A call that cannot be re-issued from the handler: a clone that shares the
+ * address space or gets a stack of its own (the child would start inside
+ * bufsel's handler), or a call of another ABI (int 0x80).  The thread is let
+ * through for good: selector ALLOW, and the same `syscall` executed again.
+ */
+static void let_through(greg_t *g, long nr, const char *why)
+{
+	selector = SEL_ALLOW;
+	g[REG_RIP] -= 2;	/* `syscall` and `int $0x80` are both two bytes */
+	g[REG_RAX] = nr;
+	log_once(BUFSEL_LOG_INFO, ONCE_UNDISPATCHED,
+		 "%s outside libc: that thread's inline system calls are no longer caught", why);
+}
+
+static int clone3_own_vm_or_stack(long args)
+{
+	struct clone_args ca;
+	memset(&ca, 0, sizeof(ca));
+	if (copy_from_prog(&ca, (const void *)args, offsetof(struct clone_args, tls)))
+		return 1;	/* let the kernel say what is wrong with it */
+	return (ca.flags & CLONE_VM) || ca.stack;
+}
+
+void dispatch_trap(siginfo_t *si, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	long nr = si->si_syscall;
+	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9] };
+	struct call_site cs = { PATH_TRAP, uc, (void *)g[REG_RIP] };
+
+	if (si->si_arch != AUDIT_ARCH_X86_64) {
+		let_through(g, nr, "a 32-bit system call");
+		return;
+	}
+	switch (nr) {
+	case __NR_io_uring_setup:
+	case __NR_io_uring_enter:
+	case __NR_io_uring_register:
+		if (!bufsel.active)
+			break;
+		g[REG_RAX] = emulate_syscall(nr, a, &cs);
+		patch_site((uintptr_t)g[REG_RIP], nr);
+		return;
+	case SYS_mmap:
+		if (!emulate_maps_ring(a))
+			break;
+		g[REG_RAX] = emulate_syscall(nr, a, &cs);
+		return;
+	case SYS_rt_sigreturn:
+		sigreturn_from((uintptr_t)g[REG_RSP]);
+	case SYS_rt_sigprocmask:
+		/* The mask to change is the one rt_sigreturn restores. */
+		g[REG_RAX] = signals_rt_sigprocmask_ctx(a, (uint64_t *)(void *)&uc->uc_sigmask);
+		return;
+	case SYS_rt_sigaction:
+		g[REG_RAX] = signals_rt_sigaction(a);
+		return;
+	case SYS_vfork:
+		let_through(g, nr, "vfork");
+		return;
+	case SYS_clone:
+		if ((a[0] & CLONE_VM) || a[1]) {
+			let_through(g, nr, "a clone sharing memory");
+			return;
+		}
+		break;
+	case SYS_clone3:
+		if (clone3_own_vm_or_stack(a[0])) {
+			let_through(g, nr, "a clone sharing memory");
+			return;
+		}
+		break;
+	}
+	g[REG_RAX] = sys_call6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	/* A forked child (fork, or a clone like it) returns here, unarmed. */
+	if (g[REG_RAX] == 0 && (nr == SYS_fork || nr == SYS_clone || nr == SYS_clone3) && armed)
+		arm();
+}
