@@ -137,9 +137,9 @@ struct prog {
 #define PROG_ENTRY(n, t, u, k) { #n, t, u },
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
-enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY };
+enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY, SECCOMP };
 static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6",
-					 "trap only" };
+					 "trap only", "seccomp" };
 
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -204,12 +204,14 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 	case PASSTHROUGH:
 	case KERNEL56:
 	case TRAP_ONLY:
+	case SECCOMP:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
 		env = make_env(preload, "BUFSEL_LOG=info",
 			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough"
 			       : mode == KERNEL56  ? "BUFSEL_KERNEL=5.6"
 			       : mode == TRAP_ONLY ? "BUFSEL_PATCH=off"
+			       : mode == SECCOMP   ? "BUFSEL_TRAP=seccomp"
 						   : NULL);
 		break;
 	case LAUNCHER:
@@ -441,6 +443,28 @@ static void check_against_native(const char *name, enum mode mode)
 	Test(trap_only, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, TRAP_ONLY); } \
 	KERNEL56_##k(n, t)
 PROGRAMS(SUITE_TESTS)
+
+/*
+ * The other suites run under Syscall User Dispatch, the default on this
+ * kernel; these programs also run under the seccomp fallback (trap =
+ * seccomp).  exec_uring_nopreload cannot: the filter outlives execve.
+ */
+#define SECCOMP_TEST(n) \
+	Test(seccomp, n, .timeout = 40) { check_against_native(#n, SECCOMP); }
+SECCOMP_TEST(nop_batch)
+SECCOMP_TEST(file_rw)
+SECCOMP_TEST(fork)
+SECCOMP_TEST(threads)
+SECCOMP_TEST(sigblock)
+SECCOMP_TEST(own_sigsys)
+SECCOMP_TEST(raw_syscall)
+SECCOMP_TEST(exec_child)
+SECCOMP_TEST(exec_nopreload)
+SECCOMP_TEST(init_fail)
+SECCOMP_TEST(patch_regs)
+SECCOMP_TEST(bs_recv)
+SECCOMP_TEST(sqpoll)
+SECCOMP_TEST(gate_addr)
 
 Test(passthrough, nop_batch, .timeout = 30)
 {
