@@ -211,6 +211,7 @@ void dispatch_trap(siginfo_t *si, ucontext_t *uc)
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9] };
 	struct call_site cs = { PATH_TRAP, uc, (void *)g[REG_RIP] };
 
+	atomic_fetch_add_explicit(&bufsel.n.dispatched, 1, memory_order_relaxed);
 	if (si->si_arch != AUDIT_ARCH_X86_64) {
 		let_through(g, nr, "a 32-bit system call");
 		return;

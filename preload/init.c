@@ -199,6 +199,9 @@ __attribute__((destructor)) static void bufsel_fini(void)
 	if (!bufsel_log_on(BUFSEL_LOG_INFO))
 		return;
 	const struct bufsel_counters *n = &bufsel.n;
+	if (bufsel.trap == BUFSEL_TRAP_DISPATCH && bufsel_log_on(BUFSEL_LOG_DEBUG))
+		bufsel_log_uncapped(BUFSEL_LOG_DEBUG, "dispatch: %lu system calls trapped (trapped= below counts the io_uring ones)",
+				    (unsigned long)n->dispatched);
 	bufsel_log_uncapped(BUFSEL_LOG_INFO,
 		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu patched=%lu sites=%lu",
 		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,

@@ -25,6 +25,7 @@ struct bufsel_counters {
 	atomic_ulong patched;	/* calls that came through a patched site */
 	atomic_ulong held_peak;	/* most buffers bound at once in one ring (rings gone) */
 	atomic_ulong emulated;	/* SQEs bufsel answered or rewrote for buffer selection */
+	atomic_ulong dispatched; /* SIGSYS from Syscall User Dispatch, any call */
 };
 
 struct bufsel_state {
