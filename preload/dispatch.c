@@ -23,6 +23,7 @@
 #include <linux/audit.h>
 #include <linux/sched.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,28 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 	if (r)
 		free(s);
 	return r;
+}
+
+/*
+ * A program that sets up Syscall User Dispatch itself takes the calling
+ * thread over: the dispatched SIGSYS it then gets are its own, chained to its
+ * handler as any SIGSYS that is not bufsel's (signals.c).
+ */
+EXPORT int prctl(int option, ...)
+{
+	va_list ap;
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	long r = sys_call6(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
+	if (option == PR_SET_SYSCALL_USER_DISPATCH && !r)
+		armed = 0;
+	if (sys_is_err(r)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
 }
 
 /* ---- the trapped call ---------------------------------------------------------------- */
