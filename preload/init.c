@@ -45,7 +45,7 @@ static void after_fork_child(void)
 	dispatch_after_fork();
 }
 
-/* bufsel's heap maps through the trampoline: never trapped, errno untouched. */
+/* bufsel's heap maps through the gate: never trapped, errno untouched. */
 static void *heap_map(size_t len)
 {
 	void *p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -98,7 +98,7 @@ static volatile sig_atomic_t probe_trapped;
 
 /*
  * A filter inherited from a parent under bufsel, in a process whose bufsel
- * could not map the trampoline (its fixed page taken, no memory): the only
+ * could not map the gate page (the address taken, no memory): the only
  * address the filter lets io_uring calls through is a page this process
  * does not have, so they fail as on a kernel without io_uring.  A trapped
  * mmap is the program's own (MAP_SHARED|MAP_POPULATE of a file): it is made

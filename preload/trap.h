@@ -1,9 +1,10 @@
 /*
- * The seccomp trap: a filter that sends the io_uring system calls (and the
- * shared, populated mmaps at ring offsets) to bufsel's SIGSYS handler, and
- * lets bufsel's own trampoline through.  Nothing else is trapped, so a child
- * exec'd without bufsel inherits a filter that only matters if it uses
- * io_uring itself.
+ * The SIGSYS handler, and the seccomp trap, the fallback where Syscall User
+ * Dispatch (dispatch.h) is missing or not wanted: a filter that sends the
+ * io_uring system calls (and the shared, populated mmaps at ring offsets) to
+ * bufsel's SIGSYS handler, and lets bufsel's own gate (sys.h) through.
+ * Nothing else is trapped, but the filter outlives execve: a child exec'd
+ * without bufsel dies at its first io_uring call.
  */
 #ifndef BUFSEL_PRELOAD_TRAP_H
 #define BUFSEL_PRELOAD_TRAP_H

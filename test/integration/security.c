@@ -513,7 +513,9 @@ Test(exec, an_unprivileged_process_under_bufsel_keeps_no_new_privs_clear, .timeo
 	if (access("/usr/bin/setpriv", X_OK))
 		cr_skip_test("needs setpriv");
 	static char ld[4200];
-	snprintf(ld, sizeof(ld), "LD_PRELOAD=%s", harness_built(0, "libbufsel.so"));
+	const char *asan = harness_asan_runtime();
+	snprintf(ld, sizeof(ld), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "",
+		 harness_built(0, "libbufsel.so"));
 	struct run native = { 0 }, shim = { 0 }, fallback = { 0 };
 	const char *exe = harness_built(1, "test/prog/gate_addr");
 	char buf[64];
