@@ -192,13 +192,23 @@ EXPORT int prctl(int option, ...)
  * from the gate with the stack pointer the program had, as its restorer
  * would have done it; bufsel's own signal frame below is simply dropped.
  */
+#ifdef __SANITIZE_ADDRESS__
+void __asan_handle_no_return(void);
+#endif
+
 __attribute__((noreturn)) static void sigreturn_from(uintptr_t sp)
 {
+#ifdef __SANITIZE_ADDRESS__
+	/* As for longjmp: the frames left behind must not stay poisoned for
+	 * whatever the stack holds there next (the next signal frame). */
+	__asan_handle_no_return();
+#endif
+	/* Fixed registers: %eax is loaded in between. */
 	__asm__ volatile("mov %0, %%rsp\n\t"
-			 "mov %1, %%eax\n\t"
-			 "jmp *%2"
+			 "mov %2, %%eax\n\t"
+			 "jmp *%1"
 			 :
-			 : "r"(sp), "i"(SYS_rt_sigreturn), "r"(sys_gate())
+			 : "D"(sp), "S"(sys_gate()), "i"(SYS_rt_sigreturn)
 			 : "memory");
 	__builtin_unreachable();
 }

@@ -83,6 +83,7 @@
 	X(exec_child, 10, true, true)          \
 	X(exec_nopreload, 10, true, true)      \
 	X(exec_uring_nopreload, 20, true, true) \
+	X(raw_signals, 10, true, true)         \
 	X(init_fail, 10, true, true)           \
 	X(cycles, 60, true, true)              \
 	X(own_sigsys, 10, true, true)          \
@@ -465,6 +466,7 @@ SECCOMP_TEST(patch_regs)
 SECCOMP_TEST(bs_recv)
 SECCOMP_TEST(sqpoll)
 SECCOMP_TEST(gate_addr)
+SECCOMP_TEST(raw_signals)
 
 Test(passthrough, nop_batch, .timeout = 30)
 {
