@@ -89,8 +89,10 @@ static int init_trap(void)
 	struct sigaction old;
 	uint64_t mask = 0;
 	uintptr_t gate = 0;
-	if (signals_real_sigaction(SIGSYS, NULL, &old))
+	if (signals_real_sigaction(SIGSYS, NULL, &old)) {
+		log_error("libc's sigaction not found: bufsel is inactive, io_uring goes to the kernel");
 		return -ENOSYS;
+	}
 	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&mask, sizeof(mask), 0, 0);
 	trap_handler_install();
 	bufsel.trap_installed = 1;
