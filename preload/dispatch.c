@@ -148,9 +148,20 @@ static void *armed_start(void *p)
 	return s.fn(s.arg);
 }
 
+/* Set while bufsel creates a thread of its own (mover.c). */
+static TLS int creating_own;
+
+int dispatch_create_own(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	creating_own = 1;
+	int r = pthread_create(t, attr, fn, arg);
+	creating_own = 0;
+	return r;
+}
+
 EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	if (!dispatch.on)
+	if (!dispatch.on || creating_own)
 		return REAL(pthread_create)(t, attr, fn, arg);
 	struct start *s = malloc(sizeof(*s));
 	if (!s)
@@ -224,8 +235,9 @@ static void let_through(greg_t *g, long nr, const char *why)
 	selector = SEL_ALLOW;
 	g[REG_RIP] -= 2;	/* `syscall` and `int $0x80` are both two bytes */
 	g[REG_RAX] = nr;
-	log_once(BUFSEL_LOG_INFO, ONCE_UNDISPATCHED,
-		 "%s outside libc: that thread's inline system calls are no longer caught", why);
+	/* debug: LeakSanitizer's tracer thread, a raw clone at every exit of an
+	 * ASan program, is the usual one. */
+	log_debug("%s outside libc: that thread's inline system calls are no longer caught", why);
 }
 
 static int clone3_own_vm_or_stack(long args)

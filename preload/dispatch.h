@@ -23,6 +23,14 @@ int dispatch_init(void);
 int dispatch_owns(void);
 /* The SIGSYS handler's part for a dispatched call. */
 void dispatch_trap(siginfo_t *si, ucontext_t *uc);
+/*
+ * pthread_create for a thread of bufsel's own (the completion mover), left
+ * unarmed: its calls come from the gate anyway, and it runs with every
+ * signal blocked, SIGSYS included, so a trap there (a sanitizer runtime's
+ * own system calls as the thread starts) would kill the process.
+ */
+#include <pthread.h>
+int dispatch_create_own(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 /* A forked child runs without it until re-armed. */
 void dispatch_after_fork(void);
 

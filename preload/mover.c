@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "preload/dispatch.h"
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
@@ -28,6 +29,8 @@ static void futex_wake_all(_Atomic uint32_t *word)
 static void *mover_main(void *arg)
 {
 	struct ring *r = arg;
+	uint64_t sys = 1ULL << (SIGSYS - 1);
+	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&sys, 0, KSIGSET_SIZE, 0, 0);
 	struct pollfd pfd[2] = { { .fd = r->priv_fd, .events = POLLIN },
 				 { .fd = r->mover_wake_fd, .events = POLLIN } };
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
@@ -67,10 +70,15 @@ int mover_start(struct ring *r)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, (size_t)64 * 1024);
-	/* The mover must never take a signal meant for the program's threads. */
+	/* The mover must never take a signal meant for the program's threads.
+	 * SIGSYS stays open here, in the creating thread, for as long as
+	 * pthread_create runs (a sanitizer's interceptor makes system calls of
+	 * its own, which Syscall User Dispatch traps); the mover closes it
+	 * itself. */
+	sigdelset(&all, SIGSYS);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&saved, KSIGSET_SIZE, 0, 0);
 	atomic_fetch_add(&r->refs, 1);
-	int err = pthread_create(&t, &attr, mover_main, r);
+	int err = dispatch_create_own(&t, &attr, mover_main, r);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, KSIGSET_SIZE, 0, 0);
 	pthread_attr_destroy(&attr);
 	if (err) {
