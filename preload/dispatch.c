@@ -24,6 +24,7 @@
 #include <linux/sched.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,16 +137,51 @@ void dispatch_after_fork(void)
 struct start {
 	void *(*fn)(void *);
 	void *arg;
+	atomic_int used;	/* slots[] only */
+	int heap;		/* malloc'ed: the slots were all taken */
 };
+
+/*
+ * Where a new thread finds its start routine: a slot of bufsel's own, free
+ * again as soon as the thread has copied it, so that creating a thread takes
+ * no lock and no allocation (ASan's allocator lock, taken by a free in the
+ * new thread, was seen copied held into the raw-clone children of
+ * clone_lock).  malloc only when 64 threads are being started at once.
+ */
+#define START_SLOTS 64
+static struct start slots[START_SLOTS];
+
+static struct start *start_claim(void)
+{
+	for (int i = 0; i < START_SLOTS; i++) {
+		int free_ = 0;
+		if (atomic_compare_exchange_strong(&slots[i].used, &free_, 1))
+			return &slots[i];
+	}
+	struct start *s = malloc(sizeof(*s));
+	if (s)
+		s->heap = 1;
+	return s;
+}
+
+static void start_release(struct start *s)
+{
+	if (s->heap)
+		free(s);
+	else
+		atomic_store(&s->used, 0);
+}
 
 static void *armed_start(void *p)
 {
-	struct start s = *(struct start *)p;
-	free(p);
+	struct start *sp = p;
+	void *(*fn)(void *) = sp->fn;
+	void *arg = sp->arg;
+	start_release(sp);
 	if (arm())
 		log_once(BUFSEL_LOG_WARN, ONCE_UNDISPATCHED,
 			 "a new thread could not be armed: its inline io_uring calls reach the kernel unseen");
-	return s.fn(s.arg);
+	return fn(arg);
 }
 
 /* Set while bufsel creates a thread of its own (mover.c). */
@@ -163,14 +199,14 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 {
 	if (!dispatch.on || creating_own)
 		return REAL(pthread_create)(t, attr, fn, arg);
-	struct start *s = malloc(sizeof(*s));
+	struct start *s = start_claim();
 	if (!s)
 		return EAGAIN;
 	s->fn = fn;
 	s->arg = arg;
 	int r = REAL(pthread_create)(t, attr, armed_start, s);
 	if (r)
-		free(s);
+		start_release(s);
 	return r;
 }
 
