@@ -130,6 +130,22 @@ static void show_patch(const void *src, char *buf, size_t len)
 	snprintf(buf, len, "%s", onoff_names[!!((const struct bufsel_conf *)src)->patch]);
 }
 
+static const char *const trap_names[] = { "auto", "dispatch", "seccomp" };
+
+static int parse_trap(void *dst, const char *v)
+{
+	int i = parse_name(v, trap_names, 3);
+	if (i < 0)
+		return i;
+	((struct bufsel_conf *)dst)->trap = (enum bufsel_trap)i;
+	return 0;
+}
+
+static void show_trap(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", trap_names[((const struct bufsel_conf *)src)->trap]);
+}
+
 static int parse_fail_alloc(void *dst, const char *v)
 {
 	uint64_t n;
@@ -259,6 +275,12 @@ const struct conf_option conf_options[CONF_KEYS] = {
 		.help = "after the first trap at an io_uring call site in the program's code, rewrite that site to jump into bufsel directly (no signal on later calls); off: every such call traps",
 		.parse = parse_patch, .show = show_patch,
 	},
+	[CONF_TRAP] = {
+		.name = "trap", .scope = CONF_SCOPE_GLOBAL,
+		.values = "auto|dispatch|seccomp", .expect = "one of auto|dispatch|seccomp", .dflt = "auto",
+		.help = "how inline io_uring calls are caught: dispatch (Syscall User Dispatch, Linux 5.11+: per thread, nothing outlives execve), seccomp (a filter every child inherits, across execve too; without CAP_SYS_ADMIN it sets no_new_privs), auto: dispatch where the kernel has it, else seccomp",
+		.parse = parse_trap, .show = show_trap,
+	},
 	[CONF_FAIL_ALLOC] = {
 		.name = "fail_alloc", .scope = CONF_SCOPE_GLOBAL,
 		.values = "0..4294967295", .expect = "an integer in 0..4294967295", .dflt = "0",
@@ -311,7 +333,7 @@ static int group_ok(const struct conf_group *g)
 int conf_check(const struct bufsel_conf *c)
 {
 	if ((unsigned)c->mode > BUFSEL_MODE_PASSTHROUGH || (unsigned)c->log > BUFSEL_LOG_DEBUG ||
-	    (unsigned)c->patch > 1)
+	    (unsigned)c->patch > 1 || (unsigned)c->trap > BUFSEL_TRAP_SECCOMP)
 		return -EINVAL;
 	if (c->kernel && (c->kernel < (5u << 8 | 1) || c->kernel > 0xffff))
 		return -EINVAL;

@@ -40,6 +40,8 @@
 #include <stdint.h>
 
 enum bufsel_mode { BUFSEL_MODE_EMULATE, BUFSEL_MODE_PASSTHROUGH };
+/* How inline system calls are caught: see docs/interception.md. */
+enum bufsel_trap { BUFSEL_TRAP_AUTO, BUFSEL_TRAP_DISPATCH, BUFSEL_TRAP_SECCOMP };
 enum bufsel_log_level { BUFSEL_LOG_ERROR, BUFSEL_LOG_WARN, BUFSEL_LOG_INFO, BUFSEL_LOG_DEBUG };
 
 /* Group ids that may have settings of their own; more is a configuration error. */
@@ -58,6 +60,7 @@ enum conf_key {
 	CONF_KERNEL,
 	CONF_STATS,
 	CONF_PATCH,
+	CONF_TRAP,
 	CONF_FAIL_ALLOC,
 	CONF_CAP,
 	CONF_MAX_LEN,
@@ -96,6 +99,8 @@ struct bufsel_conf {
 	char stats[CONF_PATH_MAX];
 	/* Rewrite trapped io_uring call sites to enter bufsel without a signal. */
 	int patch;
+	/* Syscall User Dispatch where the kernel has it (auto), or one mechanism only. */
+	enum bufsel_trap trap;
 	/* Fault injection: the Nth of bufsel's own allocations fails; 0: none. */
 	uint32_t fail_alloc;
 	/* Secure-execution mode (AT_SECURE): nothing was taken from the environment. */

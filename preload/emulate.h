@@ -12,6 +12,9 @@
 /* Is nr a call bufsel answers?  (Anything else is re-issued as is.) */
 int emulate_handles(long nr);
 long emulate_syscall(long nr, const long a[6], const struct call_site *cs);
+/* Could this mmap be of a ring (shared, an fd, a ring offset)?  The rest are
+ * re-issued without looking at the ring table (hooks.c). */
+int emulate_maps_ring(const long a[6]);
 
 long emu_setup(const long a[6]);
 long emu_enter(const long a[6]);

@@ -135,11 +135,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			reap_and_follow(r);
 			return ret < 0 ? ret : 0;
 		}
-		if (r->has_mover) {
-			/* Its wait ends by the kernel's rules, min_wait included. */
-			ret = mover_wait(r, min_complete, flags, argp, argsz);
-			early = ret >= 0;
-		} else if (!min_complete) {
+		if (!min_complete) {
 			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
 		} else {
 			unsigned target = 0, want = complete_wait_begin(r, min_complete, &target);

@@ -66,11 +66,15 @@ static long hook_close(int fd, int via_libc)
 	return r;
 }
 
+int emulate_maps_ring(const long a[6])
+{
+	return bufsel.active && (int)a[4] >= 0 && ((int)a[3] & MAP_TYPE) != MAP_PRIVATE && ring_offset((uint64_t)a[5]);
+}
+
 static long hook_mmap(const long a[6], void *ret_addr)
 {
 	struct call_site cs = { PATH_HOOK, NULL, ret_addr };
-	int fd = (int)a[4], flags = (int)a[3];
-	if (bufsel.active && fd >= 0 && (flags & MAP_TYPE) != MAP_PRIVATE && ring_offset((uint64_t)a[5]))
+	if (emulate_maps_ring(a))
 		return emulate_syscall(SYS_mmap, a, &cs);
 	return sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

@@ -1,11 +1,12 @@
 /*
  * Start and end of bufsel inside a host process.  The constructor reads the
  * configuration (a bad value stops the program here, before main, with one
- * line per problem), maps the trampoline, takes over SIGSYS and installs the
- * trap.  Anything that fails leaves bufsel inactive: the program then runs
+ * line per problem), takes over SIGSYS and installs the trap (Syscall User
+ * Dispatch, or the seccomp filter and its gate page).  Anything that fails leaves bufsel inactive: the program then runs
  * as if bufsel were not there, and says so once.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 
 #include "preload/compat.h"
 #include "preload/crash.h"
+#include "preload/dispatch.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
@@ -42,9 +44,10 @@ static void after_fork_child(void)
 	mover_after_fork();
 	stats_after_fork();
 	atomic_store(&bufsel.sigsys_lock, 0);
+	dispatch_after_fork();
 }
 
-/* bufsel's heap maps through the trampoline: never trapped, errno untouched. */
+/* bufsel's heap maps through the gate: never trapped, errno untouched. */
 static void *heap_map(size_t len)
 {
 	void *p = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -73,30 +76,93 @@ static void report_compat(const char *kind, const char *name, unsigned since)
 			 bufsel.conf.kernel & 0xff, kind, name);
 }
 
+static const char *const trap_names[] = { "auto", "dispatch", "seccomp" };
+
 /*
- * Without the trampoline bufsel is inactive, but a filter inherited from a
- * parent under bufsel still traps io_uring calls and ring-like mmaps: with
- * no SIGSYS handler they would kill the program.  The handler stays (in its
- * no-trampoline form, see trap.c) only if such a filter is there; otherwise
- * SIGSYS and the signal mask are given back as they were.
+ * Chooses and installs the trap.  Returns 0 (bufsel may go active), or
+ * -errno with bufsel to stay inactive; bufsel.trap_installed then says
+ * whether the SIGSYS handler stays, which it must under a filter inherited
+ * from a parent under bufsel: that filter traps this process's io_uring calls
+ * and ring-like mmaps whether or not this bufsel works, and without a
+ * handler they would kill the program.
  */
-static void catch_inherited_trap(void)
+static int init_trap(void)
 {
 	struct sigaction old;
 	uint64_t mask = 0;
-	if (signals_real_sigaction(SIGSYS, NULL, &old))
-		return;
+	uintptr_t gate = 0;
+	if (signals_real_sigaction(SIGSYS, NULL, &old)) {
+		log_error("libc's sigaction not found: bufsel is inactive, io_uring goes to the kernel");
+		return -ENOSYS;
+	}
 	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&mask, sizeof(mask), 0, 0);
 	trap_handler_install();
 	bufsel.trap_installed = 1;
-	if (trap_already_present()) {
-		log_warn("inherited seccomp filter: io_uring calls fail with ENOSYS in this process "
-			 "(the filter's trampoline page is not available)");
-		return;
+	int inherited = trap_inherited(&gate);
+	int r;
+	if (inherited < 0) {
+		log_warn("inherited seccomp filter that names no gate: io_uring calls fail with ENOSYS in this process");
+		return -EEXIST;
 	}
+	if (inherited) {
+		/* The parent's filter decides: its gate address, no second filter. */
+		if ((r = sys_gate_map(gate))) {
+			log_error("cannot map the trampoline at 0x%lx, the address the inherited seccomp filter allows "
+				  "(%s): bufsel is inactive, io_uring calls fail with ENOSYS in this process",
+				  (unsigned long)gate, strerror(-r));
+			return r;
+		}
+		bufsel.trap = BUFSEL_TRAP_SECCOMP;
+		log_debug("seccomp filter inherited from the parent process (gate at 0x%lx); not stacking another",
+			  (unsigned long)gate);
+		return 0;
+	}
+	/* No filter of ours: the SIGSYS handler is only needed if a trap is installed. */
 	bufsel.trap_installed = 0;
 	signals_real_sigaction(SIGSYS, &old, NULL);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof(mask), 0, 0);
+	if (valgrind_running() || (!bufsel.conf.secure && valgrind_launcher())) {
+		if ((r = sys_gate_map(0)))
+			goto no_gate;
+		if (valgrind_running())
+			log_warn("running under valgrind: no seccomp filter, only io_uring calls made through libc "
+				 "syscall() and mmap are intercepted");
+		else
+			log_info("VALGRIND_LIB is set (valgrind's launcher): no seccomp filter, which the tool process "
+				 "would inherit");
+		return 0;
+	}
+	trap_handler_install();
+	bufsel.trap_installed = 1;
+	if (bufsel.conf.trap != BUFSEL_TRAP_SECCOMP) {
+		if (!(r = dispatch_init())) {
+			bufsel.trap = BUFSEL_TRAP_DISPATCH;
+			return 0;
+		}
+		if (bufsel.conf.trap == BUFSEL_TRAP_DISPATCH) {
+			log_error("no Syscall User Dispatch (%s): bufsel is inactive, io_uring goes to the kernel",
+				  strerror(-r));
+			goto undo;
+		}
+		log_info("no Syscall User Dispatch (%s): trapping with a seccomp filter, which every child inherits",
+			 strerror(-r));
+	}
+	if ((r = sys_gate_map(0)))
+		goto no_gate;
+	if ((r = trap_install(sys_gate()))) {
+		log_error("cannot install the seccomp filter (%s): bufsel is inactive, io_uring goes to the kernel",
+			  strerror(-r));
+		goto undo;
+	}
+	bufsel.trap = BUFSEL_TRAP_SECCOMP;
+	return 0;
+no_gate:
+	log_error("cannot map the trampoline (%s): bufsel is inactive, io_uring goes to the kernel", strerror(-r));
+undo:
+	bufsel.trap_installed = 0;
+	signals_real_sigaction(SIGSYS, &old, NULL);
+	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof(mask), 0, 0);
+	return r;
 }
 
 __attribute__((constructor)) static void bufsel_init(void)
@@ -118,32 +184,12 @@ __attribute__((constructor)) static void bufsel_init(void)
 	signals_init();
 	site_init();
 	crash_init();
-	int r = sys_trampoline_init();
-	if (r) {
-		log_error("cannot map the trampoline at 0x%lx (%s): bufsel is inactive, io_uring goes to the kernel",
-			  SYS_TRAMPOLINE_ADDR, strerror(-r));
-		catch_inherited_trap();
+	if (init_trap())
 		return;
-	}
 	heap_set_mapper(&sys_mapper);
-	if (valgrind_running()) {
-		log_warn("running under valgrind: no seccomp filter, only io_uring calls made through libc "
-			 "syscall() and mmap are intercepted");
-	} else if (!bufsel.conf.secure && valgrind_launcher()) {
-		log_info("VALGRIND_LIB is set (valgrind's launcher): no seccomp filter, which the tool process "
-			 "would inherit");
-	} else {
-		trap_handler_install();
-		bufsel.trap_installed = 1;
-		if (trap_already_present()) {
-			log_debug("trap inherited from the parent process; not stacking another filter");
-		} else if ((r = trap_install())) {
-			bufsel.trap_installed = 0;
-			log_error("cannot install the seccomp filter (%s): bufsel is inactive, io_uring goes to the kernel",
-				  strerror(-r));
-			return;
-		}
-	}
+	log_debug("trap: %s (trap = %s)", bufsel.trap == BUFSEL_TRAP_DISPATCH ? "Syscall User Dispatch"
+			   : bufsel.trap == BUFSEL_TRAP_SECCOMP ? "seccomp filter" : "none",
+		  trap_names[bufsel.conf.trap]);
 	pthread_atfork(NULL, NULL, after_fork_child);
 	patch_init(bufsel.conf.patch);
 	stats_init();
@@ -157,6 +203,9 @@ __attribute__((destructor)) static void bufsel_fini(void)
 	if (!bufsel_log_on(BUFSEL_LOG_INFO))
 		return;
 	const struct bufsel_counters *n = &bufsel.n;
+	if (bufsel.trap == BUFSEL_TRAP_DISPATCH && bufsel_log_on(BUFSEL_LOG_DEBUG))
+		bufsel_log_uncapped(BUFSEL_LOG_DEBUG, "dispatch: %lu system calls trapped (trapped= below counts the io_uring ones)",
+				    (unsigned long)n->dispatched);
 	bufsel_log_uncapped(BUFSEL_LOG_INFO,
 		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu patched=%lu sites=%lu",
 		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,

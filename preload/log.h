@@ -37,6 +37,7 @@ enum log_once {
 	ONCE_HELD_NO_ROOM,	/* no room in the real SQ for a held chain */
 	ONCE_HELD_SHORT,	/* the kernel took part of a held chain */
 	ONCE_NO_PATCH,		/* the system refuses what site patching needs */
+	ONCE_UNDISPATCHED,	/* a thread left to run without Syscall User Dispatch */
 };
 
 int log_first(enum log_once what);	/* 1 the first time only */

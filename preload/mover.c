@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "preload/dispatch.h"
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
@@ -28,9 +29,17 @@ static void futex_wake_all(_Atomic uint32_t *word)
 	sys_call6(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
 }
 
+/* A mover takes no signal meant for the program's threads, SIGSYS last. */
+static void block_sigsys(void)
+{
+	uint64_t sys = 1ULL << (SIGSYS - 1);
+	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&sys, 0, KSIGSET_SIZE, 0, 0);
+}
+
 static void *mover_main(void *arg)
 {
 	struct ring *r = arg;
+	block_sigsys();
 	struct pollfd pfd[2] = { { .fd = r->priv_fd, .events = POLLIN },
 				 { .fd = r->mover_wake_fd, .events = POLLIN } };
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
@@ -44,7 +53,7 @@ static void *mover_main(void *arg)
 			futex_wake_all(r->sh.cq_tail);
 		/* A full shadow leaves the real ring readable: wait for the program
 		 * to make room rather than spin on it. */
-		int full = complete_ready(r) == r->sh.cq_entries;
+		int full = complete_ready(r) == r->sh.cq_entries || r->cq_waiters;
 		struct timespec ts = { 0, 1000000 };
 		sys_call6(SYS_ppoll, (long)pfd, 2, full ? (long)&ts : 0, 0, KSIGSET_SIZE, 0);
 	}
@@ -63,8 +72,13 @@ static int start_thread(void *(*fn)(void *), void *arg)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, (size_t)64 * 1024);
+	/* SIGSYS stays open here, in the creating thread, for as long as
+	 * pthread_create runs (a sanitizer's interceptor makes system calls of
+	 * its own, which Syscall User Dispatch traps); the thread closes it
+	 * itself (block_sigsys). */
+	sigdelset(&all, SIGSYS);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&saved, KSIGSET_SIZE, 0, 0);
-	int err = pthread_create(&t, &attr, fn, arg);
+	int err = dispatch_create_own(&t, &attr, fn, arg);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, KSIGSET_SIZE, 0, 0);
 	pthread_attr_destroy(&attr);
 	return -err;
@@ -110,6 +124,7 @@ static void *process_mover_main(void *arg)
 {
 	int ep = (int)(long)arg;
 	struct epoll_event ev[MOVER_BATCH];
+	block_sigsys();
 	for (;;) {
 		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, -1, 0, 0);
 		if (n == -EBADF || n == -EINVAL)
@@ -208,134 +223,4 @@ void mover_stop(struct ring *r)
 	uint64_t one = 1;
 	if (r->has_mover && r->mover_wake_fd >= 0)
 		sys_write(r->mover_wake_fd, &one, sizeof(one));
-}
-
-/* What the program asked for: a sigmask to wait under, and a relative timeout. */
-static int wait_args(unsigned flags, const void *argp, size_t argsz, uint64_t *mask,
-		     int *has_mask, struct timespec *ts, int *has_ts, uint64_t *min_wait_usec)
-{
-	*has_mask = *has_ts = 0;
-	*min_wait_usec = 0;
-	if (!argp)
-		return 0;
-	if (!(flags & IORING_ENTER_EXT_ARG)) {
-		if (argsz != KSIGSET_SIZE)
-			return -EINVAL;
-		*has_mask = 1;
-		return copy_from_prog(mask, argp, KSIGSET_SIZE);
-	}
-	struct io_uring_getevents_arg ga;
-	if (argsz != sizeof(ga))
-		return -EINVAL;
-	if (copy_from_prog(&ga, argp, sizeof(ga)))
-		return -EFAULT;
-	*min_wait_usec = ga.pad;	/* min_wait_usec in newer headers */
-	if (ga.sigmask) {
-		if (ga.sigmask_sz != KSIGSET_SIZE)
-			return -EINVAL;
-		if (copy_from_prog(mask, (void *)(uintptr_t)ga.sigmask, KSIGSET_SIZE))
-			return -EFAULT;
-		*has_mask = 1;
-	}
-	if (ga.ts) {
-		struct __kernel_timespec kts;
-		if (copy_from_prog(&kts, (void *)(uintptr_t)ga.ts, sizeof(kts)))
-			return -EFAULT;
-		ts->tv_sec = kts.tv_sec;
-		ts->tv_nsec = kts.tv_nsec;
-		*has_ts = 1;
-	}
-	return 0;
-}
-
-static struct timespec ts_add(struct timespec a, struct timespec b)
-{
-	a.tv_sec += b.tv_sec;
-	a.tv_nsec += b.tv_nsec;
-	if (a.tv_nsec >= 1000000000) {
-		a.tv_sec++;
-		a.tv_nsec -= 1000000000;
-	}
-	return a;
-}
-
-static struct timespec ts_sub(struct timespec a, struct timespec b)
-{
-	a.tv_sec -= b.tv_sec;
-	a.tv_nsec -= b.tv_nsec;
-	if (a.tv_nsec < 0) {
-		a.tv_sec--;
-		a.tv_nsec += 1000000000;
-	}
-	return a;
-}
-
-static int ts_before(struct timespec a, struct timespec b)
-{
-	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
-}
-
-long mover_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
-		size_t argsz)
-{
-	uint64_t mask, saved;
-	int has_mask, has_ts;
-	struct timespec ts, end, now, start, min_end;
-	uint64_t min_wait;
-	long ret = wait_args(flags, argp, argsz, &mask, &has_mask, &ts, &has_ts, &min_wait);
-	if (ret)
-		return ret;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	if (has_ts)
-		end = ts_add(start, ts);
-	/* The kernel's min-timeout wait: its first timer is min_wait, whatever
-	 * the timeout; once it fires any CQE ends the wait, and otherwise the
-	 * timeout (perhaps already past) and the first CQE to come do. */
-	if (min_wait)
-		min_end = ts_add(start, (struct timespec){ (time_t)(min_wait / 1000000),
-							   (long)(min_wait % 1000000) * 1000 });
-	if (has_mask) {
-		mask &= ~(1ULL << (SIGSYS - 1));
-		sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, (long)&saved, KSIGSET_SIZE, 0, 0);
-	}
-	for (;;) {
-		uint32_t tail = atomic_load(r->sh.cq_tail);
-		complete_reap(r);
-		unsigned ready = complete_ready(r);
-		if (ready >= min_complete) {
-			ret = 0;
-			break;
-		}
-		struct timespec left, *tp = NULL;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (min_wait && !ts_before(now, min_end)) {
-			if (ready) {
-				ret = 0;
-				break;
-			}
-			min_wait = 0;	/* past it: the next CQE ends the wait */
-			min_complete = 1;
-		}
-		if (min_wait) {
-			left = ts_sub(min_end, now);
-			tp = &left;
-		} else if (has_ts) {
-			if (!ts_before(now, end)) {
-				ret = -ETIME;
-				break;
-			}
-			left = ts_sub(end, now);
-			tp = &left;
-		}
-		if (atomic_load(r->sh.cq_tail) != tail)
-			continue;
-		long w = sys_call6(SYS_futex, (long)r->sh.cq_tail, FUTEX_WAIT_PRIVATE, tail, (long)tp, 0, 0);
-		if (w == -EINTR) {
-			ret = -EINTR;
-			break;
-		}
-	}
-	if (has_mask)
-		sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, KSIGSET_SIZE, 0, 0);
-	return ret;
 }

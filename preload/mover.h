@@ -5,8 +5,9 @@
  * may never call io_uring_enter to reap (it reads CQ memory in a loop, as
  * the kernel allows), so for those rings completions cannot wait for the
  * program to come to bufsel: the mover sleeps on the real ring and moves
- * CQEs into the shadow as they arrive.  Program waits on such a ring then
- * sleep on the shadow CQ instead of the real one, which the mover drains.
+ * CQEs into the shadow as they arrive.  Waits on every ring are the
+ * kernel's own (enter.c): a mover takes CQEs without releasing them while a
+ * thread waits, so the kernel counts them as its wait requires.
  */
 #ifndef BUFSEL_PRELOAD_MOVER_H
 #define BUFSEL_PRELOAD_MOVER_H
@@ -23,9 +24,5 @@ void mover_reap_others(struct ring *r);
 
 int mover_start(struct ring *r);
 void mover_stop(struct ring *r);
-/* Waits until the shadow CQ holds min_complete entries, as io_uring_enter's
- * GETEVENTS would: argp/argsz as the program passed them. */
-long mover_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
-		size_t argsz);
 
 #endif

@@ -173,6 +173,33 @@ long signals_rt_sigprocmask(const long a[6])
 	return r;
 }
 
+/*
+ * rt_sigprocmask trapped under Syscall User Dispatch: the mask to read and
+ * change is *cur, the interrupted context's, which rt_sigreturn restores.
+ */
+long signals_rt_sigprocmask_ctx(const long a[6], uint64_t *cur)
+{
+	uint64_t set = 0, old = *cur | (prog_blocks_sigsys ? SIGSYS_BIT : 0);
+	const uint64_t never = 1ULL << (SIGKILL - 1) | 1ULL << (SIGSTOP - 1);
+	int how = (int)a[0];
+	if ((size_t)a[3] != KSIGSET_SIZE)
+		return -EINVAL;
+	if (a[1] && copy_from_prog(&set, (void *)a[1], sizeof(set)))
+		return -EFAULT;
+	if (a[1]) {
+		if (how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
+			return -EINVAL;
+		int has = !!(set & SIGSYS_BIT);
+		if (how == SIG_SETMASK || has)
+			prog_blocks_sigsys = how == SIG_UNBLOCK ? 0 : has;
+		uint64_t m = how == SIG_BLOCK ? *cur | set : how == SIG_UNBLOCK ? *cur & ~set : set;
+		*cur = m & ~never & ~SIGSYS_BIT;
+	}
+	if (a[2] && copy_to_prog((void *)a[2], &old, sizeof(old)))
+		return -EFAULT;
+	return 0;
+}
+
 static void to_kernel(const struct sigaction *sa, struct ksigaction *k)
 {
 	k->handler = (void *)sa->sa_handler;

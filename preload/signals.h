@@ -10,6 +10,7 @@
 #define BUFSEL_PRELOAD_SIGNALS_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <ucontext.h>
 
 /* si_code of a seccomp trap; glibc does not export the name. */
@@ -24,5 +25,7 @@ void signals_chain(int sig, siginfo_t *si, ucontext_t *uc);
 /* The raw-syscall forms, for the syscall() hook: a[] as the kernel gets them. */
 long signals_rt_sigprocmask(const long a[6]);
 long signals_rt_sigaction(const long a[6]);
+/* rt_sigprocmask applied to a saved context's mask (the dispatch trap). */
+long signals_rt_sigprocmask_ctx(const long a[6], uint64_t *cur);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * The slow path of preload/spin.h: waiting, and what to do when waiting
- * would never end.  System calls here are bare `syscall` instructions:
- * gettid, getpid, tgkill and sched_yield are never trapped, errno stays
- * untouched (this runs in the SIGSYS handler), and the unit tests, which
- * link the ring copy paths without sys.o, link this file too.
+ * would never end.  System calls here go through bufsel's gate when sys.o
+ * is linked (under Syscall User Dispatch a bare `syscall` in bufsel's text
+ * would trap), and are bare `syscall` instructions in the unit tests, which
+ * link the ring copy paths without sys.o: errno stays untouched either way
+ * (this runs in the SIGSYS handler).
  */
 #include "preload/spin.h"
 
@@ -12,8 +13,12 @@
 
 __thread int spin_tid __attribute__((tls_model("initial-exec")));
 
+long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6) __attribute__((weak));
+
 static long raw3(long nr, long a1, long a2, long a3)
 {
+	if (sys_call6)
+		return sys_call6(nr, a1, a2, a3, 0, 0, 0);
 	long ret;
 	__asm__ volatile("syscall"
 			 : "=a"(ret)

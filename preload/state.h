@@ -25,12 +25,14 @@ struct bufsel_counters {
 	atomic_ulong patched;	/* calls that came through a patched site */
 	atomic_ulong held_peak;	/* most buffers bound at once in one ring (rings gone) */
 	atomic_ulong emulated;	/* SQEs bufsel answered or rewrote for buffer selection */
+	atomic_ulong dispatched; /* SIGSYS from Syscall User Dispatch, any call */
 };
 
 struct bufsel_state {
 	struct bufsel_conf conf;	/* immutable after the constructor */
 	int active;			/* 0: init failed, every call goes to libc/kernel as is */
-	int trap_installed;
+	int trap_installed;		/* the SIGSYS handler is bufsel's */
+	enum bufsel_trap trap;		/* what traps: AUTO here means nothing does */
 	struct ksigaction prog_sigsys;	/* what the program believes SIGSYS does */
 	atomic_int sigsys_lock;		/* guards prog_sigsys against concurrent sigaction */
 	atomic_uint enter_flags_ok;	/* io_uring_enter flags the kernel was seen to accept */

@@ -1,9 +1,13 @@
 /*
- * The trampoline page.  Its code is position independent and identical in
- * every bufsel, so a child that re-installs bufsel under its parent's filter
- * passes that filter too.  If the fixed address is taken, bufsel cannot work
- * safely and says so (the caller disables itself).
+ * The gate: the one `syscall; ret` every system call bufsel makes for itself
+ * goes through, at an address the active trap lets through.  Under Syscall
+ * User Dispatch it is a `syscall; ret` already inside libc's text (the range
+ * the kernel never dispatches), so bufsel adds no code page at all.  Under
+ * the seccomp filter it is a page of bufsel's own at a random address, which
+ * the filter names; an exec'd child under that filter learns the address
+ * from the filter (trap.c) and maps its gate at the same place.
  */
+#define _GNU_SOURCE
 #include "preload/sys.h"
 
 #include <errno.h>
@@ -11,33 +15,40 @@
 #include <linux/kcmp.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "preload/codemem.h"
 
-static const unsigned char trampoline_code[] = {
-	0x48, 0x89, 0xf8,		/* mov %rdi,%rax */
-	0x48, 0x89, 0xf7,		/* mov %rsi,%rdi */
-	0x48, 0x89, 0xd6,		/* mov %rdx,%rsi */
-	0x48, 0x89, 0xca,		/* mov %rcx,%rdx */
-	0x4d, 0x89, 0xc2,		/* mov %r8,%r10 */
-	0x4d, 0x89, 0xc8,		/* mov %r9,%r8 */
-	0x4c, 0x8b, 0x4c, 0x24, 0x08,	/* mov 0x8(%rsp),%r9 */
-	0x0f, 0x05,			/* syscall */
-	0xc3,				/* ret */
-};
-_Static_assert(sizeof(trampoline_code) == SYS_TRAMPOLINE_RET_OFF + 1,
+static const unsigned char gate_code[] = { 0x0f, 0x05, 0xc3 };	/* syscall; ret */
+_Static_assert(sizeof(gate_code) == SYS_GATE_RET_OFF + 1,
 	       "the filter allows the address right after the syscall instruction");
 
-/* Set once the page exists; before that (the constructor's first lines) no
- * filter of ours can be installed yet, so a direct syscall is as good. */
-static int trampoline_ready;
+/* 0 until a gate exists: calls are then issued from bufsel's own text, as
+ * the constructor's first lines (no trap of this process exists yet) do. */
+uintptr_t bufsel_sys_gate __attribute__((visibility("hidden")));
 
-typedef long (*trampoline_fn)(long, long, long, long, long, long, long);
+/* The C arguments in the system call's registers, then into the gate:
+ * its `ret` returns to sys_call6's caller. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".type bufsel_sys_thunk, @function\n"
+	"bufsel_sys_thunk:\n"
+	"	mov %rdi,%rax\n"
+	"	mov %rsi,%rdi\n"
+	"	mov %rdx,%rsi\n"
+	"	mov %rcx,%rdx\n"
+	"	mov %r8,%r10\n"
+	"	mov %r9,%r8\n"
+	"	mov 0x8(%rsp),%r9\n"
+	"	jmp *bufsel_sys_gate(%rip)\n"
+	".size bufsel_sys_thunk, .-bufsel_sys_thunk\n");
+long bufsel_sys_thunk(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+	__attribute__((visibility("hidden")));
 
-/* Only for building the trampoline itself: libc's syscall() is interposed by
- * bufsel, and none of these calls is one the filter traps. */
+/* Before the gate exists: libc's syscall() is interposed by bufsel, and
+ * none of these calls is one an inherited filter traps. */
 static long raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	register long r10 __asm__("r10") = a4;
@@ -51,29 +62,76 @@ static long raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long
 	return ret;
 }
 
-int sys_trampoline_init(void)
+/* Random bits from the kernel; never blocks (GRND_INSECURE early at boot). */
+static uint64_t random_u64(void)
+{
+	uint64_t v = 0;
+	if (raw_call6(SYS_getrandom, (long)&v, sizeof(v), GRND_NONBLOCK, 0, 0, 0) == sizeof(v))
+		return v;
+	if (raw_call6(SYS_getrandom, (long)&v, sizeof(v), 0x0004 /* GRND_INSECURE */, 0, 0, 0) == sizeof(v))
+		return v;
+	unsigned lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32 | lo) * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&v;
+}
+
+static long map_gate_page(uintptr_t want)
 {
 	/* Mapped R-X from the start and written through a writable alias
 	 * (codemem.h): a process under PR_SET_MDWE or a MemoryDenyWriteExecute
 	 * filter, inherited across execve, refuses making a page executable.
-	 * The calls are raw until the page is ready; the filter is not installed
-	 * yet, or (in an exec'd child) it only traps shared populated mappings,
-	 * which these are not. */
-	int r = codemem_map_code(SYS_TRAMPOLINE_ADDR, trampoline_code, sizeof(trampoline_code));
-	trampoline_ready = !r;
-	return r;
+	 * The calls are raw until the page is ready. */
+	return codemem_map_code(want, gate_code, sizeof(gate_code));
+}
+
+int sys_gate_map(uintptr_t want)
+{
+	if (want) {
+		long r = map_gate_page(want);
+		if (!r)
+			bufsel_sys_gate = want;
+		return (int)r;
+	}
+	long r = -EEXIST;
+	for (int i = 0; i < 16 && r == -EEXIST; i++) {
+		uintptr_t a = SYS_GATE_LO + (random_u64() % ((SYS_GATE_HI - SYS_GATE_LO) >> 12) << 12);
+		if (!(r = map_gate_page(a)))
+			bufsel_sys_gate = a;
+	}
+	return (int)r;
+}
+
+int sys_gate_in(uintptr_t lo, uintptr_t hi)
+{
+	for (uintptr_t p = lo; p + sizeof(gate_code) <= hi; p++) {
+		if (!memcmp((const void *)p, gate_code, sizeof(gate_code))) {
+			bufsel_sys_gate = p;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void sys_gate_restore(uintptr_t gate)
+{
+	bufsel_sys_gate = gate;
+}
+
+uintptr_t sys_gate(void)
+{
+	return bufsel_sys_gate;
 }
 
 int sys_trampoline_ready(void)
 {
-	return trampoline_ready;
+	return bufsel_sys_gate != 0;
 }
 
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
-	if (__builtin_expect(!trampoline_ready, 0))
+	if (__builtin_expect(!bufsel_sys_gate, 0))
 		return raw_call6(nr, a1, a2, a3, a4, a5, a6);
-	return ((trampoline_fn)SYS_TRAMPOLINE_ADDR)(nr, a1, a2, a3, a4, a5, a6);
+	return bufsel_sys_thunk(nr, a1, a2, a3, a4, a5, a6);
 }
 
 void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -1,9 +1,8 @@
 /*
- * Raw system calls for bufsel's own use.  Every one goes through a trampoline
- * at a fixed address that the seccomp filter always allows, so bufsel never
- * traps on itself — and a bufsel loaded into an exec'd child finds the same
- * trampoline address that the inherited filter allows.  All return 0/value or
- * -errno; none touches errno, so they are safe inside the SIGSYS handler.
+ * Raw system calls for bufsel's own use.  Every one goes through the gate
+ * (sys.c), a `syscall; ret` at an address the active trap always lets
+ * through, so bufsel never traps on itself.  All return 0/value or -errno;
+ * none touches errno, so they are safe inside the SIGSYS handler.
  */
 #ifndef BUFSEL_PRELOAD_SYS_H
 #define BUFSEL_PRELOAD_SYS_H
@@ -12,11 +11,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Where the trampoline page lives, and where its `syscall` returns to. */
-#define SYS_TRAMPOLINE_ADDR	0x200000000000UL
-#define SYS_TRAMPOLINE_RET_OFF	25
+/* Where the `syscall` of the gate returns to, from the gate's address. */
+#define SYS_GATE_RET_OFF	2
+/* The range a seccomp-mode gate page is drawn from: 64 TiB, away from the
+ * program, its heap, libraries and stacks (0x55..., 0x7f...). */
+#define SYS_GATE_LO		0x100000000000UL
+#define SYS_GATE_HI		0x500000000000UL
 
-int sys_trampoline_init(void);
+/* A gate page at want (the address an inherited filter names), or at a
+ * random free page of the range when want is 0.  0 or -errno. */
+int sys_gate_map(uintptr_t want);
+/* The gate at the first `syscall; ret` in [lo, hi), code already mapped. */
+int sys_gate_in(uintptr_t lo, uintptr_t hi);
+uintptr_t sys_gate(void);		/* 0: none yet */
+void sys_gate_restore(uintptr_t gate);	/* back to what sys_gate() said */
 int sys_trampoline_ready(void);	/* 0: sys_call6 issues calls from its own code */
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 

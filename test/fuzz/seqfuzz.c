@@ -41,8 +41,10 @@ struct seqfuzz_env fuzz_env;
 #define NOACCESS_LEN (1u << 20)
 /* Buffers at one address in every process: whether a PROVIDE's range passes
  * the end of user space (a length beyond MAX_RW_COUNT) must not depend on
- * where ASLR put the arena, or the two arms would disagree.  Clear of
- * bufsel's trampoline page (0x200000000000). */
+ * where ASLR put the arena, or the two arms would disagree.  bufsel maps
+ * no page of its own here by default; under trap = seccomp its gate page
+ * is one random page of [0x100000000000, 0x500000000000), which this
+ * mapping (MAP_FIXED_NOREPLACE) would meet once in 2^22 runs, and say so. */
 #define ARENA_ADDR 0x300000000000ull
 #define BAD_FD 200	/* closed; bufsel's own descriptors sit near the top of the range */
 

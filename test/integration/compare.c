@@ -83,6 +83,8 @@
 	X(sigblock, 10, true, true)            \
 	X(exec_child, 10, true, true)          \
 	X(exec_nopreload, 10, true, true)      \
+	X(exec_uring_nopreload, 20, true, true) \
+	X(raw_signals, 10, true, true)         \
 	X(init_fail, 10, true, true)           \
 	X(cycles, 60, true, true)              \
 	X(own_sigsys, 10, true, true)          \
@@ -129,6 +131,7 @@
 	X(sec_mdwe, 15, true, true)            \
 	X(sec_wx_filter, 15, true, true)       \
 	X(sec_wx_fork, 15, true, true)         \
+	X(gate_addr, 10, true, true)           \
 	X(no_uring, 10, false, true)
 
 struct prog {
@@ -140,9 +143,9 @@ struct prog {
 #define PROG_ENTRY(n, t, u, k) { #n, t, u },
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
-enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY };
+enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY, SECCOMP };
 static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6",
-					 "trap only" };
+					 "trap only", "seccomp" };
 
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -207,12 +210,14 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 	case PASSTHROUGH:
 	case KERNEL56:
 	case TRAP_ONLY:
+	case SECCOMP:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
 		env = make_env(preload, "BUFSEL_LOG=info",
 			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough"
 			       : mode == KERNEL56  ? "BUFSEL_KERNEL=5.6"
 			       : mode == TRAP_ONLY ? "BUFSEL_PATCH=off"
+			       : mode == SECCOMP   ? "BUFSEL_TRAP=seccomp"
 						   : NULL);
 		break;
 	case LAUNCHER:
@@ -444,6 +449,29 @@ static void check_against_native(const char *name, enum mode mode)
 	Test(trap_only, n, .timeout = 2.0 * (t) + 10) { check_against_native(#n, TRAP_ONLY); } \
 	KERNEL56_##k(n, t)
 PROGRAMS(SUITE_TESTS)
+
+/*
+ * The other suites run under Syscall User Dispatch, the default on this
+ * kernel; these programs also run under the seccomp fallback (trap =
+ * seccomp).  exec_uring_nopreload cannot: the filter outlives execve.
+ */
+#define SECCOMP_TEST(n) \
+	Test(seccomp, n, .timeout = 40) { check_against_native(#n, SECCOMP); }
+SECCOMP_TEST(nop_batch)
+SECCOMP_TEST(file_rw)
+SECCOMP_TEST(fork)
+SECCOMP_TEST(threads)
+SECCOMP_TEST(sigblock)
+SECCOMP_TEST(own_sigsys)
+SECCOMP_TEST(raw_syscall)
+SECCOMP_TEST(exec_child)
+SECCOMP_TEST(exec_nopreload)
+SECCOMP_TEST(init_fail)
+SECCOMP_TEST(patch_regs)
+SECCOMP_TEST(bs_recv)
+SECCOMP_TEST(sqpoll)
+SECCOMP_TEST(gate_addr)
+SECCOMP_TEST(raw_signals)
 
 Test(passthrough, nop_batch, .timeout = 30)
 {

@@ -17,6 +17,13 @@
  *                filter (sec_mdwe, sec_wx_filter, also in compare's table)
  *                get their sites rewritten; where /proc/self/mem is closed
  *                to the program, its calls stay on the trap, said once;
+ *   exec         what bufsel installs does not outlive execve: a root
+ *                process under bufsel execs a setuid-root io_uring program
+ *                as nobody (root only); an unprivileged process under bufsel
+ *                has no no_new_privs; the seccomp fallback's gate is at a
+ *                random address, Syscall User Dispatch maps none (the
+ *                exec'd io_uring and python3 mmap children are
+ *                exec_uring_nopreload in compare's table);
  *   secure       a setuid-root copy of a program run by nobody, bufsel
  *                installed as a setuid library in the system directory:
  *                BUFSEL_CONF=/etc/shadow shows nothing, BUFSEL_STATS creates
@@ -280,7 +287,8 @@ Test(limits, the_constructor_fits_in_a_64_KiB_stack, .timeout = 60)
 
 /*
  * A child whose bufsel cannot map its trampoline (another library took the
- * page) under the filter its parent's bufsel installed: init_fail.  It must
+ * page) under the filter its parent's bufsel installed with trap = seccomp
+ * (the fallback; under Syscall User Dispatch nothing is inherited): init_fail.  It must
  * live, map its file, and meet io_uring as a kernel without it (-ENOSYS):
  * the only address the inherited filter lets io_uring calls through from is
  * the page the child does not have.  Natively it runs its NOPs.
@@ -289,7 +297,7 @@ Test(limits, a_child_whose_bufsel_cannot_initialise_survives_the_inherited_filte
 {
 	struct run native = { 0 }, shim = { 0 };
 	run(&native, false, NULL, "init_fail", NULL);
-	run(&shim, true, NULL, "init_fail", VARS("BUFSEL_LOG=info"));
+	run(&shim, true, NULL, "init_fail", VARS("BUFSEL_LOG=info", "BUFSEL_TRAP=seccomp"));
 	cr_assert_eq(native.status, 0);
 	cr_assert_not_null(strstr(native.err, "init_fail child: 4 NOPs completed"), "native:\n%s", native.err);
 	expect_as_native(&native, &shim, "init_fail");
@@ -475,4 +483,133 @@ Test(secure, a_setuid_program_takes_nothing_from_the_environment, .timeout = 60)
 	harness_free(&native);
 	harness_free(&shim);
 	harness_free(&plain);
+}
+
+/* ---- what outlives exec ---------------------------------------------------------------- */
+
+static char exec_dir[64];
+
+static void exec_cleanup(void)
+{
+	if (exec_dir[0])
+		rm_tree(exec_dir);
+}
+
+TestSuite(exec, .fini = exec_cleanup);
+
+/*
+ * A root process under bufsel (setpriv, which loads it through LD_PRELOAD)
+ * execs a setuid-root io_uring program as nobody.  ld.so does not preload
+ * bufsel into it (secure-execution mode, not a system library), so it runs
+ * without bufsel: natively in every respect, and not killed at io_uring_setup
+ * by a trap bufsel left in the kernel.
+ */
+Test(exec, a_root_process_under_bufsel_execs_a_setuid_io_uring_program, .timeout = 60)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: a setuid-root copy of a program");
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("needs setpriv");
+	strcpy(exec_dir, "/tmp/bufsel-exec-XXXXXX");
+	cr_assert_not_null(mkdtemp(exec_dir));
+	cr_assert_eq(chmod(exec_dir, 0755), 0);
+	char exe[128];
+	snprintf(exe, sizeof(exe), "%s/sec_probe", exec_dir);
+	copy_file(harness_built(1, "test/prog/sec_probe"), exe, 04755);
+
+	static char lib[4200];
+	const char *asan = harness_asan_runtime();
+	snprintf(lib, sizeof(lib), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "",
+		 harness_built(0, "libbufsel.so"));
+	char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			 "--inh-caps=-all", exe, NULL };
+	struct run native = { 0 }, shim = { 0 };
+	size_t k;
+	char **env = harness_env(2, &k);
+	env[k++] = "BUFSEL_CONF=";
+	env[k] = NULL;
+	harness_run(&native, argv, env, RUN_TIMEOUT);
+	env = harness_env(3, &k);
+	env[k++] = "BUFSEL_CONF=";
+	env[k++] = lib;
+	env[k] = NULL;
+	harness_run(&shim, argv, env, RUN_TIMEOUT);
+	cr_assert_eq(native.status, 0, "native: 0x%x\n%s", native.status, native.err);
+	cr_assert_not_null(strstr(native.out, "note secure 1"), "not in secure-execution mode:\n%s", native.out);
+	expect_as_native(&native, &shim, "setuid sec_probe exec'd by setpriv under bufsel");
+	cr_assert_str_eq(shim.err, "bufsel mapped 0\n");
+	harness_free(&native);
+	harness_free(&shim);
+}
+
+/* stderr line "<key> <value>" of gate_addr; the value's text, or "". */
+static const char *field(const char *err, const char *key, char *buf, size_t len)
+{
+	const char *p = strstr(err, key);
+	buf[0] = 0;
+	if (p && sscanf(p + strlen(key), " %63[^\n]", buf) == 1 && strlen(buf) < len)
+		return buf;
+	return buf;
+}
+
+/*
+ * Where bufsel's own system calls come from.  Under Syscall User Dispatch (the
+ * default here) a `syscall; ret` inside libc: no page of bufsel's, no filter
+ * to ask.  Under the seccomp fallback a page at a random address, read and
+ * execute only, which the filter names: two runs, two addresses.  Neither
+ * maps the fixed page of old (0x200000000000).
+ */
+Test(exec, the_gate_is_libc_s_or_at_a_random_address, .timeout = 60)
+{
+	struct run a = { 0 }, b = { 0 }, d = { 0 };
+	char ga[64], gb[64], buf[64];
+	run(&a, true, NULL, "gate_addr", VARS("BUFSEL_TRAP=seccomp"));
+	run(&b, true, NULL, "gate_addr", VARS("BUFSEL_TRAP=seccomp"));
+	run(&d, true, NULL, "gate_addr", NULL);
+	cr_assert_eq(a.status, 0, "%s", a.err);
+	cr_assert_eq(b.status, 0, "%s", b.err);
+	cr_assert_eq(d.status, 0, "%s", d.err);
+	field(a.err, "gate", ga, sizeof(ga));
+	field(b.err, "gate", gb, sizeof(gb));
+	/* r-x, private or (a sealed memfd page, codemem.c) shared: never w. */
+	cr_assert((strstr(ga, " r-xp") || strstr(ga, " r-xs")) && (strstr(gb, " r-xp") || strstr(gb, " r-xs")),
+		  "seccomp gate not a read-execute page:\n%s\n%s", a.err, b.err);
+	cr_assert_str_neq(ga, gb, "the same gate address in two runs: %s", ga);
+	cr_assert_str_eq(field(d.err, "gate", buf, sizeof(buf)), "none", "%s", d.err);
+	cr_assert_str_eq(field(a.err, "fixed page mapped", buf, sizeof(buf)), "0", "%s", a.err);
+	cr_assert_str_eq(field(d.err, "fixed page mapped", buf, sizeof(buf)), "0", "%s", d.err);
+	harness_free(&a);
+	harness_free(&b);
+	harness_free(&d);
+}
+
+/*
+ * An unprivileged process under bufsel keeps its no_new_privs bit clear, so
+ * the setuid programs it runs gain their privileges as natively.  The
+ * seccomp fallback cannot: without CAP_SYS_ADMIN the kernel installs a
+ * filter only with no_new_privs set (the control).
+ */
+Test(exec, an_unprivileged_process_under_bufsel_keeps_no_new_privs_clear, .timeout = 60)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to become nobody");
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("needs setpriv");
+	static char ld[4200];
+	const char *asan = harness_asan_runtime();
+	snprintf(ld, sizeof(ld), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "",
+		 harness_built(0, "libbufsel.so"));
+	struct run native = { 0 }, shim = { 0 }, fallback = { 0 };
+	const char *exe = harness_built(1, "test/prog/gate_addr");
+	char buf[64];
+	run_as_nobody(&native, exe, false, NULL);
+	run_as_nobody(&shim, exe, false, VARS(ld, "BUFSEL_CONF="));
+	run_as_nobody(&fallback, exe, false, VARS(ld, "BUFSEL_CONF=", "BUFSEL_TRAP=seccomp"));
+	expect_as_native(&native, &shim, "gate_addr as nobody");
+	cr_assert_str_eq(field(native.err, "no_new_privs", buf, sizeof(buf)), "0", "%s", native.err);
+	cr_assert_str_eq(field(shim.err, "no_new_privs", buf, sizeof(buf)), "0", "%s", shim.err);
+	cr_assert_str_eq(field(fallback.err, "no_new_privs", buf, sizeof(buf)), "1", "%s", fallback.err);
+	harness_free(&native);
+	harness_free(&shim);
+	harness_free(&fallback);
 }

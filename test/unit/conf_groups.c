@@ -196,6 +196,7 @@ Test(conf_groups, show_prints_every_effective_setting_and_its_origin)
 			      "kernel = native                  # default\n"
 			      "stats =                          # default\n"
 			      "patch = on                       # default\n"
+			      "trap = auto                      # default\n"
 			      "fail_alloc = 0                   # default\n"
 			      "cap = 16                         # f.conf:1\n"
 			      "max_len = 0                      # default\n"
