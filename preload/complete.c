@@ -135,7 +135,7 @@ static unsigned reap_locked(struct ring *r)
 	return posted;
 }
 
-unsigned complete_wait_begin(struct ring *r, unsigned min_complete, unsigned *target)
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target)
 {
 	spin_lock(&r->cq_lock);
 	unsigned ready = complete_ready(r), want = 0;
@@ -143,7 +143,7 @@ unsigned complete_wait_begin(struct ring *r, unsigned min_complete, unsigned *ta
 		r->cq_waiters++;
 		unsigned head = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
 		unsigned unreleased = r->rcq_taken - head;
-		want = unreleased + (min_complete - ready);
+		want = unreleased + (one ? 1 : min_complete - ready);
 		/* The kernel clamps it to the CQ size as well. */
 		if (want > r->rcq_entries)
 			want = r->rcq_entries;

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "preload/mover.h"
 #include "preload/state.h"
@@ -109,9 +110,43 @@ static const void *min_wait_arg(unsigned flags, const void *argp, size_t argsz,
 	return ga;
 }
 
+/*
+ * The program's relative timeout, less what the wait took so far, for a
+ * wait made in several real enters: *ga filled (ts pointing at *ts), or
+ * argp as it was when there is nothing to carry; *up set once the time is up.
+ */
+static const void *left_arg(unsigned flags, const void *argp, size_t argsz, const struct timespec *start,
+			    struct io_uring_getevents_arg *ga, struct __kernel_timespec *ts, int *up)
+{
+	*up = 0;
+	struct __kernel_timespec t;
+	if ((flags & (IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER | IORING_ENTER_EXT_ARG_REG)) !=
+		    IORING_ENTER_EXT_ARG ||
+	    argsz != sizeof(*ga) || copy_from_prog(ga, argp, sizeof(*ga)) || !ga->ts ||
+	    copy_from_prog(&t, (const void *)(uintptr_t)ga->ts, sizeof(t)) || t.tv_sec < 0)
+		return argp;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long left = (long long)t.tv_sec * 1000000000LL + t.tv_nsec -
+			 ((long long)(now.tv_sec - start->tv_sec) * 1000000000LL + (now.tv_nsec - start->tv_nsec));
+	if (left <= 0) {
+		*up = 1;
+		return argp;
+	}
+	ts->tv_sec = left / 1000000000LL;
+	ts->tv_nsec = left % 1000000000LL;
+	ga->ts = (uint64_t)(uintptr_t)ts;
+	return ga;
+}
+
 static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
 		       size_t argsz)
 {
+	struct io_uring_getevents_arg lga;
+	struct __kernel_timespec lts;
+	struct timespec start;
+	int rounds = 0;
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	struct io_uring_getevents_arg ga;
 	struct __kernel_timespec mts;
 	/* What completed by now is in the CQ when the kernel's enter returns,
@@ -138,10 +173,22 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 		if (!min_complete) {
 			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
 		} else {
-			unsigned target = 0, want = complete_wait_begin(r, min_complete, &target);
+			/* A CQE bufsel consumes (a poll standing in for a receive)
+			 * counts in the kernel's wait, and what it releases reaches
+			 * the kernel only once the wait is over: while requests of
+			 * bufsel's are live, the kernel is asked for one CQE at a
+			 * time, and later rounds get what is left of the timeout. */
+			int one = __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED) != 0;
+			int up = 0;
+			const void *arg = rounds++ ? left_arg(flags, argp, argsz, &start, &lga, &lts, &up) : argp;
+			if (up) {
+				ret = -ETIME;
+				break;
+			}
+			unsigned target = 0, want = complete_wait_begin(r, min_complete, one, &target);
 			ret = 0;
 			if (want) {
-				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, arg, argsz);
 				/* The kernel's wait ends before min_complete only for
 				 * a fired timeout or min_wait: so does the program's. */
 				early = ret >= 0 &&

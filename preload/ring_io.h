@@ -52,9 +52,10 @@ void complete_sync_cq_flags(struct ring *r);
  * min_complete (then there is no wait, and no end).  *target is the real CQ
  * tail the kernel waits for: a wait that returns 0 before the tail got there
  * ended for another reason (a fired timeout, min_wait), as the program's
- * own wait would have.  Take cq_lock.
+ * own wait would have.  one: ask the kernel for a single new CQE only.
+ * Take cq_lock.
  */
-unsigned complete_wait_begin(struct ring *r, unsigned min_complete, unsigned *target);
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target);
 void complete_wait_end(struct ring *r);
 /* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
