@@ -26,18 +26,20 @@ static void complete_flags(struct ring *r, unsigned left)
 {
 	struct shadow *s = &r->sh;
 	unsigned real = atomic_load_explicit(r->rsq_flags, memory_order_relaxed);
-	/* TASKRUN as the kernel shows it (TASKRUN_FLAG rings), and also where
-	 * only an enter moves completions on: a ring no mover fills, and work
-	 * a completion released that the program's next enter issues.
-	 * liburing looks for completions it cannot see only when this flag
-	 * (or CQ_OVERFLOW) asks it to enter. */
+	/* TASKRUN as the kernel shows it, and always but on DEFER_TASKRUN
+	 * rings: a completion that task work posts when the program returns
+	 * from any system call (a read, a write) is in the kernel's CQ at once,
+	 * and the mover moves it a few microseconds later, so a peek made right
+	 * then must be sent in to look (liburing enters when this flag, or
+	 * CQ_OVERFLOW, is set).  A DEFER_TASKRUN ring's CQ fills only inside
+	 * the program's enters, after which bufsel has moved everything: there
+	 * the flag is the kernel's, and bufsel's while work a completion
+	 * released waits for the next enter.  With TASKRUN_FLAG the kernel sets
+	 * it when task work is queued, and nothing wakes bufsel to copy it: a
+	 * program that spins on it would spin for ever, so it is shown always. */
 	unsigned f = real & IORING_SQ_TASKRUN;
-	if (!(r->cq_moved || r->has_mover) || r->ready)
-		f |= IORING_SQ_TASKRUN;
-	/* The kernel sets its flag when task work is queued, and nothing wakes
-	 * bufsel then to copy it: a program that spins on the flag would spin
-	 * for ever.  Shown always on such rings, it costs an enter at most. */
-	if (r->setup_flags & IORING_SETUP_TASKRUN_FLAG)
+	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) || !r->cq_moved || r->ready ||
+	    (r->setup_flags & IORING_SETUP_TASKRUN_FLAG))
 		f |= IORING_SQ_TASKRUN;
 	if (left || (real & IORING_SQ_CQ_OVERFLOW))
 		f |= IORING_SQ_CQ_OVERFLOW;
@@ -82,16 +84,26 @@ static unsigned synth_flush(struct ring *r, unsigned stail, unsigned space)
 	unsigned n = 0;
 	for (; q->len && n < space; n++, q->len--) {
 		r->sh.cqes[(stail + n) & r->sh.cq_mask] = q->v[q->head];
+		r->cq_from_real[(stail + n) & r->sh.cq_mask] = 0;
 		q->head = (q->head + 1) % q->cap;
 	}
 	return n;
 }
 
-/* Caller holds cq_lock. */
+/* Caller holds cq_lock.  Releases the real slots of what the program
+ * consumed; a head the program moved past the tail counts only to it. */
 static void publish_head(struct ring *r)
 {
+	unsigned head = atomic_load_explicit(r->sh.cq_head, memory_order_acquire);
+	unsigned tail = atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed);
+	unsigned n = head - r->sh_released;
+	if (n > tail - r->sh_released)
+		n = tail - r->sh_released;
+	for (; n && r->rcq_held; n--, r->sh_released++)
+		r->rcq_held -= r->cq_from_real[r->sh_released & r->sh.cq_mask];
+	r->sh_released += n;
 	if (!r->cq_waiters)
-		atomic_store_explicit(r->rcq_head, r->rcq_taken, memory_order_release);
+		atomic_store_explicit(r->rcq_head, r->rcq_taken - r->rcq_held, memory_order_release);
 }
 
 static unsigned reap_locked(struct ring *r);
@@ -123,8 +135,11 @@ static unsigned reap_locked(struct ring *r)
 	while (taken < avail && posted < space && !r->synth.len) {
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
 		*dst = r->rcqes[(rhead + taken++) & r->rcq_mask];
-		if (!r->hooks || r->hooks->complete(r, dst))
+		if (!r->hooks || r->hooks->complete(r, dst)) {
+			r->cq_from_real[(stail + posted) & s->cq_mask] = 1;
+			r->rcq_held++;
 			posted++;
+		}
 		posted += synth_flush(r, stail + posted, space - posted);
 	}
 	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);

@@ -232,6 +232,9 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	/* The program's CQ flags (IORING_CQ_EVENTFD_DISABLED) are its to set
 	 * and the kernel's to read: carry them over on every way in. */
 	complete_sync_cq_flags(r);
+	/* What the program consumed on other rings is given back first: a
+	 * request submitted now may poll one of their fds. */
+	mover_reap_others(r);
 	if (to_submit || sqpoll) {
 		ret = enter_submit(r, to_submit, flags, &wait);
 		if (ret < 0)

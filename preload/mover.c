@@ -201,7 +201,9 @@ void mover_after_fork(void)
  * Entering the kernel runs the task's pending work for every ring, so a
  * completion of another ring is in that ring's CQ when the enter returns
  * (a ring polled by another, a linked pair across rings): move it now, as
- * the mover would a little later.
+ * the mover would a little later.  Likewise give back the real slots of
+ * what the program consumed there, on which the kernel ring's readiness
+ * (a poll of its fd) depends.
  */
 static void reap_other(int fd, struct ring *r, int *first)
 {
@@ -209,7 +211,8 @@ static void reap_other(int fd, struct ring *r, int *first)
 	/* A ring inherited over fork is the parent's to move (it shares the
 	 * shadow and the real ring), unless the child enters it itself. */
 	if (fd != (int)ring_slot(r) && r->fork_gen == stats_fork_gen() &&
-	    atomic_load_explicit(r->rcq_tail, memory_order_acquire) != r->rcq_taken)
+	    (atomic_load_explicit(r->rcq_tail, memory_order_acquire) != r->rcq_taken ||
+	     atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) != r->sh_released))
 		complete_try_reap(r);
 }
 

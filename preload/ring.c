@@ -127,11 +127,11 @@ static void note_held_peak(unsigned long peak)
  * ring's life is often short (10,000 setup/teardown cycles must stay flat),
  * and a mapping goes back to the kernel the moment the ring does.
  */
-int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
+int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries)
 {
 	size_t undo = (size_t)sq_entries * sizeof(*r->undo);
 	size_t prog_end = (size_t)sq_entries * sizeof(*r->prog_end);
-	size_t len = undo + prog_end + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe);
+	size_t len = undo + prog_end + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe) + cq_entries;
 	void *m = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (sys_is_err((long)m))
 		return (int)(long)m;
@@ -143,6 +143,7 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries)
 	r->undo = m;
 	r->synth = (struct cqe_queue){ .v = (void *)((char *)m + undo), .cap = CQE_QUEUE_RESERVE };
 	r->prog_end = (unsigned *)((char *)m + len - prog_end);
+	r->cq_from_real = (uint8_t *)m + undo + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe);
 	return 0;
 }
 
@@ -224,6 +225,7 @@ static void ring_destroy(struct ring *r)
 		sys_munmap(r->scratch, r->scratch_len);
 	r->scratch = NULL;
 	r->prog_end = NULL;
+	r->cq_from_real = NULL;
 	if (r->synth.heap)
 		heap_free(r->synth.v);
 	r->synth = (struct cqe_queue){0};

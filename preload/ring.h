@@ -122,7 +122,18 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * released on top of what it lacks (complete_wait_begin).  Both under
 	 * cq_lock.
 	 */
-	unsigned rcq_taken;	/* real CQEs bufsel has taken: the real head, once published */
+	unsigned rcq_taken;	/* real CQEs bufsel has taken */
+	/*
+	 * A real CQE moved into the shadow keeps its real slot until the
+	 * program consumes it there, so the kernel's CQ is as full as the
+	 * program's would be natively and overflows (ending a multishot
+	 * request) at the same point.  cq_from_real[i] says whether shadow slot
+	 * i came from the real CQ; rcq_held counts those the program has not
+	 * consumed by shadow head sh_released; the real head is published as
+	 * rcq_taken - rcq_held.  All under cq_lock.
+	 */
+	uint8_t *cq_from_real;
+	unsigned rcq_held, sh_released;
 	unsigned cq_waiters;	/* threads between complete_wait_begin and _end */
 
 	/* Buffer selection: the ring's legacy groups and the requests bufsel
@@ -201,7 +212,7 @@ void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_fd_reused(int fd);			/* the kernel gave fd to a new ring */
 void ring_after_fork(void);
-int ring_scratch_alloc(struct ring *r, unsigned sq_entries);
+int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries);
 int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
 /* Calls fn for every live ring, holding a reference. */
 /* Slot numbers, for references that must not hold the ring (the mover's

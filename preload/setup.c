@@ -356,7 +356,7 @@ long emu_setup(const long a[6])
 	if (!err)
 		err = map_shadow(r, &p);
 	if (!err)
-		err = ring_scratch_alloc(r, p.sq_entries);
+		err = ring_scratch_alloc(r, p.sq_entries, p.cq_entries);
 	if (err) {
 		/* bufsel's own fds or memory ran out where the kernel's ring did
 		 * not (a program at its RLIMIT_NOFILE with one fd left): the

@@ -55,6 +55,7 @@
 	X(spin_reap, 10, true, true)           \
 	X(cq_unattended, 10, true, true)       \
 	X(bs_wait_many, 10, true, false) /* 5.6 lacks multishot RECV: 6.0 */ \
+	X(mshot_overflow, 10, true, false) /* 5.6 lacks multishot POLL: 5.13 */ \
 	X(socket_recv, 10, true, false) /* 5.6 lacks SHUTDOWN: 5.11 */ \
 	X(link_fail, 10, true, true)           \
 	X(timeout, 10, true, false) /* 5.6 lacks IORING_TIMEOUT_UPDATE: 5.11 */ \

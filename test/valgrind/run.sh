@@ -38,7 +38,7 @@ URING_SO=/usr/lib/x86_64-linux-gnu/liburing.so.2
 
 # Programs run under memcheck, preloaded by hand; the second list also
 # through the launcher.
-PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap cq_unattended bs_wait_many socket_recv link_fail timeout
+PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap cq_unattended bs_wait_many mshot_overflow socket_recv link_fail timeout
 	cancel eventfd reg_files sqpoll sqpoll_spin defer_taskrun setup_flags cq_overflow threads
 	fork wait_timeout dup_fd fd_reuse registered_ring sq128 raw_syscall sigblock cycles
 	bs_provide bs_read bs_recv bs_multishot bs_link bs_cancel bs_groups bs_idle bs_echo bs_eof_wave
