@@ -138,12 +138,12 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries)
 	r->scratch = m;
 	r->scratch_len = len;
 	/* Widest alignment first: the undo records and the CQEs hold 64-bit
-	 * fields, prog_end is 4-byte, so it goes last (an odd sq_entries
-	 * would misalign whatever followed it). */
+	 * fields, prog_end is 4-byte, the CQ's byte flags go last (an odd
+	 * sq_entries or a CQ of 2 would misalign whatever followed them). */
 	r->undo = m;
 	r->synth = (struct cqe_queue){ .v = (void *)((char *)m + undo), .cap = CQE_QUEUE_RESERVE };
-	r->prog_end = (unsigned *)((char *)m + len - prog_end);
-	r->cq_from_real = (uint8_t *)m + undo + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe);
+	r->prog_end = (unsigned *)((char *)m + undo + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe));
+	r->cq_from_real = (uint8_t *)m + len - cq_entries;
 	return 0;
 }
 
