@@ -183,9 +183,10 @@ __attribute__((constructor)) static void bufsel_init(void)
 	compat_init(&bufsel.conf, report_compat);
 	signals_init();
 	site_init();
-	crash_init();
 	if (init_trap())
 		return;
+	/* Only an active bufsel reports crashes: an inactive one adds nothing. */
+	crash_init();
 	heap_set_mapper(&sys_mapper);
 	log_debug("trap: %s (trap = %s)", bufsel.trap == BUFSEL_TRAP_DISPATCH ? "Syscall User Dispatch"
 			   : bufsel.trap == BUFSEL_TRAP_SECCOMP ? "seccomp filter" : "none",
