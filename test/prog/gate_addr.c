@@ -14,17 +14,7 @@
 #include <unistd.h>
 
 #include "test/prog/cqe_print.h"
-
-static long gate_query(long fd, long op)
-{
-	long ret;
-	register long r10 __asm__("r10") = 0;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"((long)__NR_io_uring_register), "D"(fd), "S"(op), "d"(0L), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+#include "test/prog/gate_query.h"
 
 /* The permissions of the mapping that holds addr, or NULL. */
 static const char *perms_at(uintptr_t addr, char *buf)
@@ -44,19 +34,12 @@ static const char *perms_at(uintptr_t addr, char *buf)
 
 int main(void)
 {
-	uint64_t page = 0;
-	int ours = 1;
-	for (unsigned k = 0; k < 4 && ours; k++) {
-		long r = gate_query(-1, 0xb5e10000L + k);
-		if (r > -2048 || r < -4095)
-			ours = 0;
-		else
-			page |= (uint64_t)(-r - 2048) << (11 * k);
-	}
+	uintptr_t gate = gate_query();
+	int ours = gate != 0;
 	char perms[8];
 	if (ours) {
-		const char *p = perms_at((uintptr_t)(page << 12), perms);
-		fprintf(stderr, "gate 0x%llx %s\n", (unsigned long long)(page << 12), p ? p : "unmapped");
+		const char *p = perms_at(gate, perms);
+		fprintf(stderr, "gate 0x%llx %s\n", (unsigned long long)gate, p ? p : "unmapped");
 	} else {
 		fprintf(stderr, "gate none\n");
 	}

@@ -14,26 +14,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static long raw_register(long fd, long op)
-{
-	long ret;
-	register long r10 __asm__("r10") = 0;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"((long)__NR_io_uring_register), "D"(fd), "S"(op), "d"(0L), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+#include "test/prog/gate_query.h"
 
 __attribute__((constructor)) static void occupy_trampoline(void)
 {
-	uint64_t page = 0;
-	for (unsigned k = 0; k < 4; k++) {
-		long r = raw_register(-1, 0xb5e10000L + k);
-		if (r > -2048 || r < -4095)
-			return;
-		page |= (uint64_t)(-r - 2048) << (11 * k);
-	}
-	mmap((void *)(uintptr_t)(page << 12), 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+	uintptr_t gate = gate_query();
+	if (!gate)
+		return;
+	mmap((void *)gate, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 	     -1, 0);
 }
