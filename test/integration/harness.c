@@ -3,6 +3,7 @@
 #include "test/asan_runtime.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,6 +37,85 @@ void harness_free(struct run *r)
 	free(r->out);
 	free(r->err);
 	r->out = r->err = NULL;
+}
+
+/* The first line of the file fmt names (a /proc path with a pid and a tid),
+ * without its newline; "?" if unreadable. */
+static void proc_line(char *buf, size_t size, const char *fmt, int pid, int tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), fmt, pid, tid);
+	snprintf(buf, size, "?");
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)size, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/* One thread: state, wait channel, system call and kernel stack (root only),
+ * the stack's frames on one line. */
+static void describe_thread(struct run *r, int pid, int tid)
+{
+	char comm[64], stat[512], wchan[64], sys[160], stack[1024], line[256], path[64], out[1600];
+	proc_line(comm, sizeof(comm), "/proc/%d/task/%d/comm", pid, tid);
+	proc_line(stat, sizeof(stat), "/proc/%d/task/%d/stat", pid, tid);
+	proc_line(wchan, sizeof(wchan), "/proc/%d/task/%d/wchan", pid, tid);
+	proc_line(sys, sizeof(sys), "/proc/%d/task/%d/syscall", pid, tid);
+	const char *rp = strrchr(stat, ')');
+	char state = rp && rp[1] ? rp[2] : '?';
+	stack[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stack", pid, tid);
+	FILE *f = fopen(path, "re");
+	for (size_t used = 0; f && fgets(line, sizeof(line), f);) {
+		line[strcspn(line, "\n")] = 0;
+		const char *frame = strchr(line, ' ') ? strchr(line, ' ') + 1 : line;
+		int n = snprintf(stack + used, sizeof(stack) - used, "%s%s", used ? " < " : "", frame);
+		if (n < 0 || (size_t)n >= sizeof(stack) - used)
+			break;
+		used += (size_t)n;
+	}
+	if (f)
+		fclose(f);
+	int n = snprintf(out, sizeof(out), "pid %d tid %d (%s) state %c wchan %s syscall %s\n  stack: %s\n", pid, tid,
+			 comm, state, wchan, sys, stack[0] ? stack : "?");
+	append(&r->err, &r->err_len, out, n > 0 && (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1);
+}
+
+/*
+ * A run that timed out is killed, and with it what it was waiting for: its
+ * stderr gets every thread of every process in its group, so that a hang in
+ * a run nobody watches (CI) says where it was.
+ */
+static void describe_group(struct run *r, pid_t pgrp)
+{
+	static const char head[] = "\n--- harness: timed out; the process group's threads ---\n";
+	append(&r->err, &r->err_len, head, sizeof(head) - 1);
+	DIR *procs = opendir("/proc");
+	struct dirent *p;
+	while (procs && (p = readdir(procs))) {
+		char stat[512], path[64];
+		int pid = atoi(p->d_name), ppid, grp;
+		char state;
+		if (pid <= 0)
+			continue;
+		proc_line(stat, sizeof(stat), "/proc/%d/stat", pid, 0);
+		/* pid (comm) state ppid pgrp: comm may hold spaces, so from its ')'. */
+		const char *rp = strrchr(stat, ')');
+		if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &grp) != 3 || grp != pgrp)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		DIR *tasks = opendir(path);
+		struct dirent *t;
+		while (tasks && (t = readdir(tasks)))
+			if (atoi(t->d_name) > 0)
+				describe_thread(r, pid, atoi(t->d_name));
+		if (tasks)
+			closedir(tasks);
+	}
+	if (procs)
+		closedir(procs);
 }
 
 void harness_run(struct run *r, char *const argv[], char **envp, int timeout_s)
@@ -105,6 +185,8 @@ void harness_run(struct run *r, char *const argv[], char **envp, int timeout_s)
 			reaped_at = now_s();
 		}
 	}
+	if (r->timed_out)
+		describe_group(r, pid);
 	/* Whatever is left of the group (the program on timeout, or stray descendants). */
 	kill(-pid, SIGKILL);
 	if (!reaped) {

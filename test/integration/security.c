@@ -109,7 +109,8 @@ static void run(struct run *r, bool preload, const char *shell, const char *prog
 static void expect_as_native(const struct run *native, const struct run *shim, const char *what)
 {
 	cr_assert(!native->timed_out, "%s: the native run timed out", what);
-	cr_assert(!shim->timed_out, "%s: the bufsel run hung (timed out after %d s)", what, RUN_TIMEOUT);
+	cr_assert(!shim->timed_out, "%s: the bufsel run hung (timed out after %d s)\n--- stderr ---\n%s", what,
+		  RUN_TIMEOUT, harness_tail(shim->err, shim->err_len, 4000));
 	cr_assert_eq(shim->status, native->status, "%s: status 0x%x, natively 0x%x\n--- stderr ---\n%s", what,
 		     shim->status, native->status, harness_tail(shim->err, shim->err_len, 2000));
 	cr_assert(shim->out_len == native->out_len && !memcmp(shim->out, native->out, native->out_len),
