@@ -12,6 +12,7 @@
 #include "preload/ring_io.h"
 
 #include "preload/heap.h"
+#include "preload/timeouts.h"
 
 #include <stdlib.h>
 
@@ -135,6 +136,8 @@ static unsigned reap_locked(struct ring *r)
 	while (taken < avail && posted < space && !r->synth.len) {
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
 		*dst = r->rcqes[(rhead + taken++) & r->rcq_mask];
+		if (atomic_load_explicit(&r->tmo_n, memory_order_relaxed))
+			timeouts_completed(r, dst);
 		if (!r->hooks || r->hooks->complete(r, dst)) {
 			r->cq_from_real[(stail + posted) & s->cq_mask] = 1;
 			r->rcq_held++;

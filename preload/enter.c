@@ -8,6 +8,7 @@
  * in an error while completions are ready reports 0.
  */
 #include "preload/ring_io.h"
+#include "preload/timeouts.h"
 
 #include <errno.h>
 #include <sys/syscall.h>
@@ -68,7 +69,7 @@ static unsigned reap_and_follow(struct ring *r)
 	unsigned n = complete_reap(r);
 	/* What is issued may complete at once and release more. */
 	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-		r->hooks->followup(r);
+		r->hooks->followup(r, 0);
 		n += complete_reap(r);
 	}
 	return n;
@@ -153,6 +154,8 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	 * even when the CQ already held enough. */
 	reap_and_follow(r);
 	unsigned ready = complete_ready(r);
+	/* The kernel's wait ends when a TIMEOUT completes after it began. */
+	unsigned fired = timeouts_fired(r);
 	long ret;
 	/* min_complete 0 still enters: it is how DEFER_TASKRUN work gets run.
 	 * A completion bufsel consumes itself does not count for the program,
@@ -198,6 +201,8 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 		}
 		reap_and_follow(r);
 		ready = complete_ready(r);
+		if (timeouts_fired(r) != fired)
+			early = 1;
 	} while (ret >= 0 && !early && min_complete && ready < min_complete);
 	if (ret < 0 && ready)
 		ret = 0;

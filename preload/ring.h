@@ -47,8 +47,9 @@ struct ring_hooks {
 	int (*barrier)(const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
 	int (*probe)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
-	/* Work the completion path queued that needs the SQ (outside cq_lock). */
-	void (*followup)(struct ring *r);
+	/* Work the completion path queued that needs the SQ (outside cq_lock);
+	 * unattended: not in the program's enter (see rewrite_followup). */
+	void (*followup)(struct ring *r, int unattended);
 };
 
 /* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock).
@@ -61,6 +62,8 @@ struct cqe_queue {
 	unsigned head, len, cap;
 	int heap;		/* v came from the heap (else it is the reserve) */
 };
+
+#define TMO_TRACKED 16
 
 /* Grouped by meaning: in order of size the 1,024 slots would save 8 bytes each. */
 struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
@@ -156,6 +159,18 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;		/* and the kernel has seen such an SQE too */
 
+	/*
+	 * The program's TIMEOUT requests in flight, by user_data
+	 * (preload/timeouts.c): the kernel ends a wait when one of them
+	 * completes (its ctx->cq_timeouts), and bufsel, which waits in rounds,
+	 * must see it too.  The table under tmo_lock; cq_timeouts counts the
+	 * completions bufsel moved.  Past TMO_TRACKED, later ones go untracked.
+	 */
+	struct spin tmo_lock;
+	atomic_uint tmo_n;
+	atomic_uint cq_timeouts;
+	uint64_t tmo_ud[TMO_TRACKED];
+
 	int has_mover;		/* SQPOLL: a bufsel thread of its own moves completions */
 	/*
 	 * Completions reach the shadow CQ without waiting for the program to
@@ -201,6 +216,9 @@ static inline int ring_fd(struct ring *r)
 {
 	return r->priv_fd >= 0 ? r->priv_fd : atomic_load_explicit(&r->real_fd, memory_order_relaxed);
 }
+/* Does ring_fd(r) still name r's file?  An unpinned ring's is the program's
+ * fd, which the program may have closed, and a new ring taken, unseen. */
+int ring_fd_current(struct ring *r);
 /* Fills ino/dev from fd and tells whether the ring can go unpinned (its
  * file has an inode of its own): 1, or 0. */
 int ring_identify(struct ring *r, int fd);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "preload/compat.h"
+#include "preload/timeouts.h"
 
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
 static inline void real_slot_publish(struct ring *r, unsigned slot)
@@ -83,6 +84,9 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	}
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
 		r->kernel_skip = 1;
+	/* The program's own TIMEOUT, not a stand-in bufsel made of another SQE. */
+	if (src->opcode == IORING_OP_TIMEOUT && sqe->opcode == IORING_OP_TIMEOUT && r->undo)
+		timeouts_submitted(r, sqe->user_data);
 	real_slot_publish(r, slot);
 	st->copied++;
 	return 1;
@@ -160,8 +164,12 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 		taken = b->copied;
 	atomic_store_explicit(r->rsq_tail, b->real_tail + taken, memory_order_release);
 	if (r->hooks)
-		for (unsigned i = b->copied; i-- > taken;)
+		for (unsigned i = b->copied; i-- > taken;) {
+			const struct io_uring_sqe *sqe = &r->rsqes[(b->real_tail + i) & r->rsq_mask];
+			if (sqe->opcode == IORING_OP_TIMEOUT && atomic_load_explicit(&r->tmo_n, memory_order_relaxed))
+				timeouts_not_taken(r, sqe->user_data);
 			r->hooks->undo(r, &r->undo[i]);
+		}
 	unsigned consumed = taken && r->prog_end ? r->prog_end[taken - 1] : taken;
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
 	if (b->dropped && taken == b->copied && kret >= 0) {

@@ -55,6 +55,7 @@
 	X(spin_reap, 10, true, true)           \
 	X(cq_unattended, 10, true, true)       \
 	X(bs_wait_many, 10, true, false) /* 5.6 lacks multishot RECV: 6.0 */ \
+	X(bs_timeout_wait, 15, true, true)     \
 	X(mshot_overflow, 10, true, false) /* 5.6 lacks multishot POLL: 5.13 */ \
 	X(socket_recv, 10, true, false) /* 5.6 lacks SHUTDOWN: 5.11 */ \
 	X(link_fail, 10, true, true)           \
@@ -356,9 +357,11 @@ static unsigned exit_reports(const struct run *r, const char *name, unsigned lon
 }
 
 /*
- * bufsel's own count of buffers bound at once, where a program fixes it: the
+ * bufsel's own count of buffers bound at once, where a program bounds it: the
  * idle-socket program has 10,000 receives pending on a group of 16, and
- * deferred binding means no more than the 16 are ever bound.
+ * deferred binding means no more than the 16 are ever bound (how many are
+ * bound together below that depends on how fast each receive is issued once
+ * its data is there), and at least one is.
  */
 static const struct {
 	const char *name;
@@ -380,8 +383,8 @@ static void expect_intercepted(const struct run *r, const struct prog *p)
 		  harness_tail(r->err, r->err_len, 3000));
 	for (size_t i = 0; i < sizeof(held_expect) / sizeof(held_expect[0]); i++)
 		if (!strcmp(held_expect[i].name, p->name))
-			cr_assert(held_peak_max == held_expect[i].held_peak,
-				  "%s, %s run: bufsel held %lu buffers at once, expected %lu",
+			cr_assert(held_peak_max >= 1 && held_peak_max <= held_expect[i].held_peak,
+				  "%s, %s run: bufsel held %lu buffers at once, expected 1 to %lu",
 				  p->name, mode_name[r->mode], held_peak_max, held_expect[i].held_peak);
 	if (p->uring)
 		cr_assert(setup >= 1, "%s, %s run: setup=%lu over %u exit reports: io_uring_setup was not intercepted\n"
