@@ -191,7 +191,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 	log_debug("trap: %s (trap = %s)", bufsel.trap == BUFSEL_TRAP_DISPATCH ? "Syscall User Dispatch"
 			   : bufsel.trap == BUFSEL_TRAP_SECCOMP ? "seccomp filter" : "none",
 		  trap_names[bufsel.conf.trap]);
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(mover_before_fork, NULL, after_fork_child);
 	patch_init(bufsel.conf.patch);
 	stats_init();
 	bufsel.active = 1;

@@ -29,9 +29,11 @@ static void futex_wake_all(_Atomic uint32_t *word)
 	sys_call6(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
 }
 
-/* A mover takes no signal meant for the program's threads, SIGSYS last. */
+/* A mover takes no signal meant for the program's threads, SIGSYS last;
+ * and from here on a fork may copy it. */
 static void block_sigsys(void)
 {
+	atomic_fetch_sub_explicit(&bufsel.threads_starting, 1, memory_order_release);
 	uint64_t sys = 1ULL << (SIGSYS - 1);
 	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&sys, 0, KSIGSET_SIZE, 0, 0);
 }
@@ -78,7 +80,10 @@ static int start_thread(void *(*fn)(void *), void *arg)
 	 * itself (block_sigsys). */
 	sigdelset(&all, SIGSYS);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&saved, KSIGSET_SIZE, 0, 0);
+	atomic_fetch_add_explicit(&bufsel.threads_starting, 1, memory_order_relaxed);
 	int err = dispatch_create_own(&t, &attr, fn, arg);
+	if (err)
+		atomic_fetch_sub_explicit(&bufsel.threads_starting, 1, memory_order_relaxed);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&saved, 0, KSIGSET_SIZE, 0, 0);
 	pthread_attr_destroy(&attr);
 	return -err;
@@ -197,6 +202,20 @@ static void unwatch(int fd, struct ring *r, int *first)
 	(void)first;
 	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN))
 		r->cq_moved = 0;
+}
+
+/*
+ * A thread that is starting may hold locks of the thread library or of a
+ * sanitizer's runtime (ASan's allocator and thread registry, which GCC 12's
+ * runtime does not take around fork): a fork child, which has no such thread,
+ * would then wait for ever on its first malloc.  Natively io_uring_setup
+ * starts no thread of the program's, and a program may fork right after it,
+ * so a fork waits until bufsel's threads run their own code.
+ */
+void mover_before_fork(void)
+{
+	while (atomic_load_explicit(&bufsel.threads_starting, memory_order_acquire) > 0)
+		sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
 void mover_after_fork(void)

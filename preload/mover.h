@@ -18,6 +18,8 @@ struct ring;
 
 /* The process-wide mover for rings without SQPOLL: 0 once r is watched. */
 int mover_watch(struct ring *r);
+/* pthread_atfork's prepare: a fork waits until no bufsel thread is starting. */
+void mover_before_fork(void);
 void mover_after_fork(void);
 /* Moves what other rings' CQs received while the program was in the kernel. */
 void mover_reap_others(struct ring *r);

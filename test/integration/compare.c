@@ -72,6 +72,7 @@
 	X(patch_race, 30, true, true)          \
 	X(patch_regs, 10, true, true)          \
 	X(fork, 10, true, true)                \
+	X(fork_setup_race, 30, true, true)     \
 	X(wait_timeout, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(eintr, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(wait_early, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \

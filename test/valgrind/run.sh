@@ -73,6 +73,7 @@ bs_wait_many:differs from the native run under memcheck (the wait for 4 returns 
 exec_uring_nopreload:re-executes /proc/self/exe, which under valgrind is the tool, not the program; and checks what the trap leaves behind exec, and valgrind 3.19 runs bufsel without one
 gate_addr:prints where the trap's gate is, and under valgrind 3.19 bufsel installs no trap
 raw_signals:checks signal frames the trap rewrites (rt_sigreturn, raw sigprocmask) and under valgrind 3.19 bufsel installs no trap
+fork_setup_race:400 processes, each started under memcheck, run past the time limit; and the race it checks is in thread start, which valgrind 3.19 serialises
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
 
 VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
