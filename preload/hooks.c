@@ -60,6 +60,8 @@ static long hook_close(int fd, int via_libc)
 {
 	if (closes_ours(fd))
 		return -EBADF;
+	if (bufsel.active && ring_is_fd(fd))
+		ring_closing((unsigned)fd, (unsigned)fd);
 	long r = via_libc ? to_kernel_ret(REAL(close)(fd)) : sys_call3(SYS_close, fd, 0, 0);
 	if (!r && bufsel.active && ring_is_fd(fd))
 		ring_closed(fd);
@@ -141,6 +143,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 		return real_close_range(first, last, flags);
 	unsigned lo = first;
 	int ret = 0;
+	ring_closing(first, last);
 	while (lo <= last && !ret) {
 		int own = ring_next_owned_fd(lo, last);
 		unsigned hi = own < 0 ? last : (unsigned)own - 1;

@@ -23,6 +23,7 @@
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
+#include "preload/shadow.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 #include "preload/sys.h"
@@ -387,7 +388,7 @@ static void reg_unpin(struct ring *r)
 	struct ring *got = ring_tryget(r);
 	if (!got)
 		return;
-	if (got->unpinned && got->priv_fd >= 0) {
+	if (got->unpinned && got->priv_fd >= 0 && !got->map_pin) {
 		int fd = got->priv_fd;
 		got->priv_fd = -1;
 		sys_close(fd);
@@ -423,6 +424,10 @@ static void ring_release(struct ring *r)
 /* Does any fd of the process other than bufsel's own refer to r's file? */
 static int ring_alive(struct ring *r)
 {
+	/* The program's mappings hold the ring (one it cannot tell about
+	 * stays: keeping a ring is safer than losing one). */
+	if (r->map_pin && shadow_mapped_elsewhere(r->sh.mem) != 0)
+		return 1;
 	if (same_file(r->prog_fd, r))
 		return 1;
 	/* The program's fd number is no longer this ring's: a new ring (or any
@@ -505,6 +510,25 @@ int ring_file_gone(struct ring *r)
 		return 0;	/* a pinned ring lives while bufsel's fd does */
 	ring_release(r);
 	return 1;
+}
+
+void ring_closing(unsigned lo, unsigned hi)
+{
+	for_each_slot(r) {
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		int fd = got->prog_fd;
+		if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi && got->unpinned && got->priv_fd < 0 &&
+		    got->sh.mem && shadow_mapped_elsewhere(got->sh.mem) == 1) {
+			int keep = sys_dupfd_high(fd);
+			if (keep >= 0) {
+				got->map_pin = 1;
+				got->priv_fd = keep;
+			}
+		}
+		ring_put(got);
+	}
 }
 
 void ring_closed(int fd)

@@ -87,6 +87,10 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * registration pins it in the kernel.
 	 */
 	int unpinned;
+	/* priv_fd was taken as the program closed its last fd while it still
+	 * mapped the shadow: the mappings hold the ring, as natively they hold
+	 * the kernel's (ring_closing); it goes once they are gone. */
+	int map_pin;
 	atomic_int real_fd;
 	unsigned long ino, dev;
 	unsigned setup_flags;
@@ -226,6 +230,9 @@ int ring_identify(struct ring *r, int fd);
  * the program's fd may have been closed unseen.  Finds another fd of the
  * file or releases the ring; returns 1 if it is gone. */
 int ring_file_gone(struct ring *r);
+/* The program is about to close fds lo..hi: a ring it still maps keeps its
+ * file (map_pin). */
+void ring_closing(unsigned lo, unsigned hi);
 void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_fd_reused(int fd);			/* the kernel gave fd to a new ring */

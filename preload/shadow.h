@@ -44,6 +44,11 @@ void shadow_layout_init(struct shadow_layout *l, uint32_t sq_entries, uint32_t c
 void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets *so,
 			 struct io_cqring_offsets *co);
 
+/* Is the file mapped at mem (a shadow's memfd, at bufsel's mapping of it)
+ * also mapped anywhere else in the process (the program's mappings)?  1, 0,
+ * or -errno when /proc/self/maps cannot tell. */
+int shadow_mapped_elsewhere(const void *mem);
+
 /* Points the shadow's fields into mem and writes the constant ones. */
 void shadow_attach(struct shadow *s, const struct shadow_layout *l, void *mem);
 
