@@ -560,42 +560,14 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 	return 1;
 }
 
-static int streams(const struct req *q)
-{
-	return q->kind == REQ_RECV_MULTI || q->kind == REQ_SEND_BUNDLE;
-}
-
-/* A receive whose data came, with no chain behind it: what the mover may
- * issue between the program's enters. */
-static int lone_receive(const struct req *q)
-{
-	return q->kind == REQ_RECV_SEL && !q->nheld && !q->timeout;
-}
-
-/*
- * Takes what is ready to issue, in order.  unattended (the mover, between
- * the program's enters): only the lone receives up to the first other
- * request.  A stream's steps are paced by the program's enters (a multishot
- * receive ends where the program's CQ overflows), and a held chain's CQEs
- * must keep their order against what the program submits next.
- */
-static struct req *take_ready(struct ring *r, int unattended)
-{
-	spin_lock(&r->cq_lock);
-	struct req *list = r->ready, **cut = &list;
-	while (*cut && (!unattended || lone_receive(*cut)))
-		cut = &(*cut)->next_ready;
-	r->ready = *cut;
-	*cut = NULL;
-	spin_unlock(&r->cq_lock);
-	return list;
-}
-
-void rewrite_followup(struct ring *r, int unattended)
+void rewrite_followup(struct ring *r)
 {
 	if (!r->ready)
 		return;
-	struct req *list = take_ready(r, unattended);
+	spin_lock(&r->cq_lock);
+	struct req *list = r->ready;
+	r->ready = NULL;
+	spin_unlock(&r->cq_lock);
 	if (!list)
 		return;
 
@@ -608,7 +580,7 @@ void rewrite_followup(struct ring *r, int unattended)
 							     q->kind == REQ_SEND_BUNDLE ? &q->next
 											: NULL;
 		/* A stream's next step goes alone: its chain waits for its end. */
-		int multi = streams(q);
+		int multi = q->kind == REQ_RECV_MULTI || q->kind == REQ_SEND_BUNDLE;
 		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0) {
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_NO_ROOM, "no room in the real SQ for a held chain: its SQEs are cancelled");

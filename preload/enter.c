@@ -69,7 +69,7 @@ static unsigned reap_and_follow(struct ring *r)
 	unsigned n = complete_reap(r);
 	/* What is issued may complete at once and release more. */
 	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-		r->hooks->followup(r, 0);
+		r->hooks->followup(r);
 		n += complete_reap(r);
 	}
 	return n;

@@ -48,7 +48,7 @@ static void *mover_main(void *arg)
 		unsigned before = atomic_load(r->sh.cq_tail);
 		complete_reap(r);
 		for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-			r->hooks->followup(r, 0);
+			r->hooks->followup(r);
 			complete_reap(r);
 		}
 		if (atomic_load(r->sh.cq_tail) != before)
@@ -116,11 +116,13 @@ int mover_start(struct ring *r)
  * may spin on the CQ without ever entering.  One thread sleeps on every
  * such ring at once (epoll, edge-triggered: a shadow that is full, or a
  * waiter that holds the real head back, leaves the real CQ readable, and
- * the mover must not spin on it) and moves what arrives.  What a completion
- * releases (the receive behind a poll that saw data, a held chain) it issues
- * too, so that the receive's CQE is there as soon as natively; but not on a
- * SINGLE_ISSUER ring, which takes SQEs from one task only: there the
- * program's next enter issues it, which IORING_SQ_TASKRUN asks for.  Epoll holds no reference to a ring's file, so the program's
+ * the mover must not spin on it) and moves what arrives.  It never submits:
+ * a SINGLE_ISSUER ring takes SQEs from one task only, and a receive it
+ * issued would take its data from the socket before its CQE is in the
+ * shadow, a moment a program that polls the socket can see (natively both
+ * happen before the system call that brought the data returns).  What a
+ * completion releases is issued by the program's next enter, which
+ * IORING_SQ_TASKRUN asks for.  Epoll holds no reference to a ring's file, so the program's
  * last close still ends the ring; a ring is named by slot and serial, so a
  * stale event finds nothing.
  */
@@ -140,16 +142,6 @@ static void *process_mover_main(void *arg)
 			if (!r)
 				continue;
 			complete_reap(r);
-			/* A receive whose data came is issued now, as the kernel
-			 * would have received it, unless the ring takes SQEs from
-			 * its one issuer only; and never through an fd number the
-			 * program closed unseen, which may name another ring now. */
-			int issue = !(r->setup_flags & IORING_SETUP_SINGLE_ISSUER) && r->hooks && r->ready &&
-				    ring_fd_current(r);
-			for (int rounds = 0; issue && r->ready && rounds < 64; rounds++) {
-				r->hooks->followup(r, 1);
-				complete_reap(r);
-			}
 			ring_put(r);
 		}
 	}

@@ -64,6 +64,6 @@ void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long
 /* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
  * chains that completions made ready to issue. */
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe);
-void rewrite_followup(struct ring *r, int unattended);
+void rewrite_followup(struct ring *r);
 
 #endif

@@ -47,9 +47,8 @@ struct ring_hooks {
 	int (*barrier)(const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
 	int (*probe)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
-	/* Work the completion path queued that needs the SQ (outside cq_lock);
-	 * unattended: not in the program's enter (see rewrite_followup). */
-	void (*followup)(struct ring *r, int unattended);
+	/* Work the completion path queued that needs the SQ (outside cq_lock). */
+	void (*followup)(struct ring *r);
 };
 
 /* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock).
@@ -220,9 +219,6 @@ static inline int ring_fd(struct ring *r)
 {
 	return r->priv_fd >= 0 ? r->priv_fd : atomic_load_explicit(&r->real_fd, memory_order_relaxed);
 }
-/* Does ring_fd(r) still name r's file?  An unpinned ring's is the program's
- * fd, which the program may have closed, and a new ring taken, unseen. */
-int ring_fd_current(struct ring *r);
 /* Fills ino/dev from fd and tells whether the ring can go unpinned (its
  * file has an inode of its own): 1, or 0. */
 int ring_identify(struct ring *r, int fd);

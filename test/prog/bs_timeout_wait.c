@@ -1,17 +1,17 @@
 /*
  * Waits bounded by a TIMEOUT SQE, as liburing makes them on kernels without
  * IORING_ENTER_EXT_ARG (before 5.11; here by clearing the feature bit), with
- * a buffer-select RECV (legacy provided buffers) in flight.
- *  1. Data comes while the program makes no io_uring call: the RECV's CQE is
- *     in the CQ without an enter (natively at once; the bound is 5 s), so a
- *     following wait for more CQEs than will come finds it before it enters
- *     and ends with the TIMEOUT.
- *  2. No data: a wait for 8 CQEs ends when the TIMEOUT fires, although the
- *     kernel's CQ holds more than the program sees (bufsel's own requests).
+ * a buffer-select RECV (legacy provided buffers) in flight, which bufsel
+ * serves with requests of its own.
+ *  1. No data: a wait for 8 CQEs ends when the TIMEOUT fires, although the
+ *     kernel's CQ gets more than the program sees.
+ *  2. Data comes during a wait for 1 (io_uring_wait_cqe_timeout): the wait
+ *     ends with the RECV's CQE, well before the TIMEOUT.
  * Prints what liburing returned and the CQEs.
  */
 #include "test/prog/cqe_print.h"
 
+#include <pthread.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -19,6 +19,19 @@
 #define BUFLEN 64
 
 static char bufs[NBUF][BUFLEN];
+static int tx;
+static pthread_t writer;
+
+/* Data 50 ms into the wait, well inside its 200 ms. */
+static void *write_later(void *arg)
+{
+	(void)arg;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	if (write(tx, "hello", 5) != 5)
+		die("write: %s", strerror(errno));
+	return NULL;
+}
 
 static void recv_select(struct io_uring *ring, int fd, unsigned long long ud)
 {
@@ -28,18 +41,6 @@ static void recv_select(struct io_uring *ring, int fd, unsigned long long ud)
 	sqe->buf_group = 7;
 	sqe->user_data = ud;
 	submit_expect(ring, 1);
-}
-
-/* Polls the CQ's memory, no system call of io_uring's, for up to 5 s. */
-static int cq_ready_unattended(struct io_uring *ring)
-{
-	for (int i = 0; i < 5000; i++) {
-		if (io_uring_cq_ready(ring))
-			return 1;
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-	return 0;
 }
 
 /* wait_cqes for 8 with a 200 ms TIMEOUT SQE; prints its result and then
@@ -63,6 +64,7 @@ int main(void)
 	if (io_uring_queue_init(16, &ring, 0) || socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 1;
 	ring.features &= ~IORING_FEAT_EXT_ARG;
+	tx = sv[1];
 
 	struct io_uring_sqe *sqe = get_sqe(&ring);
 	io_uring_prep_provide_buffers(sqe, bufs, BUFLEN, NBUF, 7, 0);
@@ -71,16 +73,19 @@ int main(void)
 	reap_print(&ring, 1);
 
 	recv_select(&ring, sv[0], 2);
-	if (write(sv[1], "hello", 5) != 5)
-		die("write: %s", strerror(errno));
-	printf("1: recv CQE without an enter: %s\n", cq_ready_unattended(&ring) ? "yes" : "no");
 	wait_eight(&ring, "1");
 
-	recv_select(&ring, sv[0], 3);
-	wait_eight(&ring, "2");
-	if (write(sv[1], "world", 5) != 5)
-		die("write: %s", strerror(errno));
-	reap_print(&ring, 1);
+	if (pthread_create(&writer, NULL, write_later, NULL))
+		die("pthread_create");
+	struct __kernel_timespec ts = { .tv_sec = 2, .tv_nsec = 0 };
+	struct io_uring_cqe *cqe = NULL;
+	int ret = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+	printf("2: wait_cqe_timeout = %d\n", ret);
+	if (ret >= 0 && cqe) {
+		cqe_print(cqe);
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	pthread_join(writer, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
