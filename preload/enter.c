@@ -35,6 +35,20 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 	struct submit_batch b;
 	long ret;
 
+	if (sqpoll && r->has_mover) {
+		/* The poller is the program's SQ thread: the enter wakes it and
+		 * waits for SQ room as the kernel's does.  The real enter makes
+		 * the kernel's checks and gives its answer (to_submit); the
+		 * poller wakes the kernel's own thread when it has work for it. */
+		ret = real_enter(r, to_submit, 0, 0, NULL, 0);
+		if (ret < 0)
+			return ret;
+		if (flags & IORING_ENTER_SQ_WAKEUP)
+			mover_sq_wake(r);
+		if (flags & IORING_ENTER_SQ_WAIT)
+			mover_sq_wait(r);
+		return ret;
+	}
 	spin_lock(&r->sq_lock);
 	submit_prepare(r, to_submit, &b);
 	if (sqpoll) {
