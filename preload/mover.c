@@ -22,6 +22,7 @@
 #include "preload/stats.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/valgrind.h"
 
 #define KSIGSET_SIZE 8
 
@@ -98,13 +99,13 @@ static int cq_poll(struct ring *r, int force)
 	return 1;
 }
 
-/* What the shadow SQ holds that the real SQ has room for. */
+/* Has the program published SQEs the thread has not taken?  (With the
+ * real SQ full as well it stays awake: the kernel's thread never sleeps on
+ * SQEs, so room comes soon, and nothing would wake this one for it.) */
 static int sq_pending(struct ring *r)
 {
-	unsigned rtail = atomic_load_explicit(r->rsq_tail, memory_order_relaxed);
 	return atomic_load_explicit(r->sh.sq_tail, memory_order_acquire) !=
-		       __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED) &&
-	       rtail - atomic_load_explicit(r->rsq_head, memory_order_acquire) < r->rsq_entries;
+	       __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED);
 }
 
 /* Sleeps until woken (1) or the ring is gone (0); moves completions that
@@ -133,20 +134,28 @@ static void *mover_main(void *arg)
 	struct ring *r = arg;
 	block_sigsys();
 	uint64_t idle = (uint64_t)(r->sq_idle_ms ? r->sq_idle_ms : 1000) * 1000000ULL;
-	uint64_t last = 0;	/* as the kernel's thread: asleep until first woken */
-	uint64_t drain;
+	uint64_t last, drain;
+	/* valgrind runs one thread at a time, and one that yields in a loop
+	 * can keep the others from ever running: there it naps instead. */
+	int nap = valgrind_running() != 0;
+	struct timespec nap_ts = { 0, 100000 };
+	/* It starts asleep, as the kernel's thread does: setup showed
+	 * NEED_WAKEUP, and an enter may already have taken it back (and
+	 * written the eventfd) before this thread ran. */
+	if ((atomic_load_explicit(r->sh.sq_flags, memory_order_seq_cst) & IORING_SQ_NEED_WAKEUP) &&
+	    !sq_sleep(r))
+		goto out;
+	atomic_fetch_and_explicit(r->sh.sq_flags, ~(unsigned)IORING_SQ_NEED_WAKEUP, memory_order_seq_cst);
+	last = now_ns();
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
 		uint64_t t = now_ns();
-		if (sq_poll(r) | cq_poll(r, 0)) {
+		if (sq_poll(r) | cq_poll(r, 0))
 			last = t;
-			/* Work before its first sleep (a program that published
-			 * while the thread was starting): it is awake. */
-			if (atomic_load_explicit(r->sh.sq_flags, memory_order_relaxed) & IORING_SQ_NEED_WAKEUP)
-				atomic_fetch_and_explicit(r->sh.sq_flags, ~(unsigned)IORING_SQ_NEED_WAKEUP,
-							  memory_order_seq_cst);
-		}
 		if (t - last < idle) {
-			sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			if (nap)
+				sys_call6(SYS_nanosleep, (long)&nap_ts, 0, 0, 0, 0, 0);
+			else
+				sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 			continue;
 		}
 		/* A wake-up meant for an earlier sleep is spent; one written from
@@ -164,15 +173,24 @@ static void *mover_main(void *arg)
 					  memory_order_seq_cst);
 		last = now_ns();
 	}
+out:
 	ring_put(r);
 	return NULL;
+}
+
+void mover_sq_drain(struct ring *r)
+{
+	sq_poll(r);
 }
 
 void mover_sq_wake(struct ring *r)
 {
 	uint64_t one = 1;
-	if (r->has_mover &&
-	    (atomic_load_explicit(r->sh.sq_flags, memory_order_seq_cst) & IORING_SQ_NEED_WAKEUP))
+	/* The thread shows itself awake from the moment it is woken, before
+	 * anything it then does can be seen (the enter drains the SQ next). */
+	if (r->has_mover && (atomic_fetch_and_explicit(r->sh.sq_flags, ~(unsigned)IORING_SQ_NEED_WAKEUP,
+						       memory_order_seq_cst) &
+			     IORING_SQ_NEED_WAKEUP))
 		sys_write(r->mover_wake_fd, &one, sizeof(one));
 }
 

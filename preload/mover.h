@@ -25,8 +25,11 @@ void mover_reap_others(struct ring *r);
 
 int mover_start(struct ring *r);
 void mover_stop(struct ring *r);
-/* An enter's IORING_ENTER_SQ_WAKEUP: wakes the ring's poller if it sleeps. */
+/* An enter's IORING_ENTER_SQ_WAKEUP: wakes the ring's poller if it sleeps
+ * (NEED_WAKEUP clears at once). */
 void mover_sq_wake(struct ring *r);
+/* What an awake poller takes at once, taken by an enter itself. */
+void mover_sq_drain(struct ring *r);
 /* An enter's IORING_ENTER_SQ_WAIT: returns once the program's SQ has room. */
 void mover_sq_wait(struct ring *r);
 

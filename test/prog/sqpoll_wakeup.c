@@ -55,6 +55,13 @@ static void publish(struct io_uring *ring)
 	io_uring_smp_store_release(ring->sq.ktail, ring->sq.sqe_tail);
 }
 
+/* io_uring_enter through libc's syscall(), with nothing to submit. */
+static int enter(struct io_uring *ring, unsigned flags)
+{
+	long ret = syscall(__NR_io_uring_enter, ring->ring_fd, 0, 0, flags, NULL, 0);
+	return ret < 0 ? -errno : (int)ret;
+}
+
 static void reap_n(struct io_uring *ring, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -119,7 +126,7 @@ int main(void)
 	publish(&ring);
 	usleep(50 * 1000);
 	note("space left while asleep: %u", io_uring_sq_space_left(&ring));
-	ret = io_uring_enter(ring.ring_fd, 0, 0, IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT, NULL);
+	ret = enter(&ring, IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT);
 	note("enter SQ_WAKEUP|SQ_WAIT: %d", ret);
 	note("space after the wait: %s", io_uring_sq_space_left(&ring) > 0 ? "some" : "none");
 	note("get_sqe after the wait: %s", io_uring_get_sqe(&ring) ? "an sqe" : "NULL");
@@ -129,7 +136,7 @@ int main(void)
 	note("need_wakeup after the wake-up: %u", need_wakeup(&ring));
 
 	/* SQ_WAIT with room returns at once. */
-	ret = io_uring_enter(ring.ring_fd, 0, 0, IORING_ENTER_SQ_WAIT, NULL);
+	ret = enter(&ring, IORING_ENTER_SQ_WAIT);
 	note("enter SQ_WAIT with room: %d", ret);
 	io_uring_queue_exit(&ring);
 	return 0;
