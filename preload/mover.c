@@ -114,10 +114,12 @@ static int sq_sleep(struct ring *r)
 {
 	struct epoll_event ev[2];
 	for (;;) {
-		/* A full shadow leaves the real ring's CQEs where they are: wait
-		 * for the program to make room (a 1 ms look) rather than for
-		 * the ring, which stays readable. */
-		int full = complete_ready(r) == r->sh.cq_entries || r->cq_waiters;
+		/* A full shadow leaves the real ring's CQEs where they are, and
+		 * the program makes room without a system call: look every
+		 * millisecond while it is full.  Otherwise only an edge of the
+		 * ring (a new CQE) or the eventfd wakes it: a program blocked in
+		 * a wait costs nothing here (the wait reaps for itself). */
+		int full = complete_ready(r) == r->sh.cq_entries;
 		long n = sys_call6(SYS_epoll_pwait, r->mover_ep, (long)ev, 2, full ? 1 : -1, 0, 0);
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			return 0;

@@ -9,6 +9,8 @@
  *    liburing's tests check it) and uses no CPU while it sleeps.
  *  - A full SQ published while it sleeps, then one enter with SQ_WAKEUP and
  *    SQ_WAIT: the enter returns with room in the program's SQ.
+ *  - A completion that comes while it sleeps shows without an enter and
+ *    wakes it (natively the kernel runs it as task work in that thread).
  * Times are never printed, only whether they fall inside the bounds.
  */
 #include "test/prog/cqe_print.h"
@@ -138,6 +140,30 @@ int main(void)
 	/* SQ_WAIT with room returns at once. */
 	ret = enter(&ring, IORING_ENTER_SQ_WAIT);
 	note("enter SQ_WAIT with room: %d", ret);
+
+	/* A completion that comes while it sleeps (task work natively) is
+	 * in the CQ without an enter, and leaves the thread awake. */
+	int fds[2];
+	if (pipe(fds))
+		die("pipe: %s", strerror(errno));
+	static char buf[8];
+	sqe = get_sqe(&ring);
+	io_uring_prep_read(sqe, fds[0], buf, sizeof(buf), 0);
+	sqe->user_data = 30;
+	submit_expect(&ring, 1);
+	t = until_asleep(&ring, 3);
+	note("asleep with a read pending: %s", t >= 0 ? "yes" : "no");
+	if (write(fds[1], "wake", 4) != 4)
+		die("write: %s", strerror(errno));
+	end = now() + 2;
+	while (io_uring_cq_ready(&ring) < 1 && now() < end)
+		;
+	note("completion without an enter: %u", io_uring_cq_ready(&ring));
+	usleep(20 * 1000);
+	note("need_wakeup after it: %u", need_wakeup(&ring));
+	reap_n(&ring, 1);
+	close(fds[0]);
+	close(fds[1]);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
