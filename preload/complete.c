@@ -23,31 +23,62 @@ unsigned complete_ready(const struct ring *r)
 	       atomic_load_explicit(s->cq_head, memory_order_acquire);
 }
 
+/*
+ * The shadow's SQ flags.  Bits bufsel does not compute here have other
+ * owners: NEED_WAKEUP on an SQPOLL ring with a poller is that thread's
+ * (mover.c), and on a flags_shared ring the whole word is the kernel's, to
+ * which bufsel adds only what it owns (ring.h).  Caller holds cq_lock.
+ */
 static void complete_flags(struct ring *r, unsigned left)
 {
 	struct shadow *s = &r->sh;
-	unsigned real = atomic_load_explicit(r->rsq_flags, memory_order_relaxed);
-	/* TASKRUN as the kernel shows it, and always but on DEFER_TASKRUN
-	 * rings: a completion that task work posts when the program returns
-	 * from any system call (a read, a write) is in the kernel's CQ at once,
-	 * and the mover moves it a few microseconds later, so a peek made right
-	 * then must be sent in to look (liburing enters when this flag, or
-	 * CQ_OVERFLOW, is set).  A DEFER_TASKRUN ring's CQ fills only inside
-	 * the program's enters, after which bufsel has moved everything: there
-	 * the flag is the kernel's, and bufsel's while work a completion
-	 * released waits for the next enter.  With TASKRUN_FLAG the kernel sets
-	 * it when task work is queued, and nothing wakes bufsel to copy it: a
-	 * program that spins on it would spin for ever, so it is shown always. */
-	unsigned f = real & IORING_SQ_TASKRUN;
-	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) || !r->cq_moved || r->ready ||
-	    (r->setup_flags & IORING_SETUP_TASKRUN_FLAG))
-		f |= IORING_SQ_TASKRUN;
-	if (left || (real & IORING_SQ_CQ_OVERFLOW))
-		f |= IORING_SQ_CQ_OVERFLOW;
-	/* Submission always has to reach bufsel, which feeds the SQ thread. */
-	if (r->setup_flags & IORING_SETUP_SQPOLL)
-		f |= IORING_SQ_NEED_WAKEUP;
-	atomic_store_explicit(s->sq_flags, f, memory_order_release);
+	if (r->flags_shared) {
+		/* DEFER_TASKRUN | TASKRUN_FLAG: TASKRUN is the kernel's, set as it
+		 * queues task work and cleared as the program's enter runs it;
+		 * bufsel's while work a completion released waits for the next
+		 * enter, CQ_OVERFLOW while it holds CQEs the shadow had no room for. */
+		unsigned want = (r->ready ? IORING_SQ_TASKRUN : 0) | (left ? IORING_SQ_CQ_OVERFLOW : 0);
+		unsigned add = want & ~r->flags_own, drop = r->flags_own & ~want;
+		if (add)
+			atomic_fetch_or_explicit(s->sq_flags, add, memory_order_release);
+		if (drop)
+			atomic_fetch_and_explicit(s->sq_flags, ~drop, memory_order_release);
+		r->flags_own = want;
+	} else {
+		unsigned real = atomic_load_explicit(r->rsq_flags, memory_order_relaxed);
+		/* TASKRUN as the kernel shows it, and always but on DEFER_TASKRUN
+		 * rings: a completion that task work posts when the program returns
+		 * from any system call (a read, a write) is in the kernel's CQ at
+		 * once, and the mover moves it a few microseconds later, so a peek
+		 * made right then must be sent in to look (liburing enters when
+		 * this flag, or CQ_OVERFLOW, is set).  A DEFER_TASKRUN ring's CQ
+		 * fills only inside the program's enters, after which bufsel has
+		 * moved everything: there the flag is the kernel's, and bufsel's
+		 * while work a completion released waits for the next enter.  With
+		 * TASKRUN_FLAG on a ring whose word could not be shared (under
+		 * valgrind), nothing wakes bufsel when the kernel sets it: a
+		 * program that spins on it would spin for ever, so it is shown
+		 * always. */
+		unsigned f = real & IORING_SQ_TASKRUN;
+		if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) || !r->cq_moved || r->ready ||
+		    (r->setup_flags & IORING_SETUP_TASKRUN_FLAG))
+			f |= IORING_SQ_TASKRUN;
+		if (left || (real & IORING_SQ_CQ_OVERFLOW))
+			f |= IORING_SQ_CQ_OVERFLOW;
+		/* Without a poller submission always has to reach bufsel, which
+		 * then feeds the kernel's SQ thread itself. */
+		unsigned keep = 0;
+		if (r->setup_flags & IORING_SETUP_SQPOLL) {
+			if (r->has_mover)
+				keep = IORING_SQ_NEED_WAKEUP;
+			else
+				f |= IORING_SQ_NEED_WAKEUP;
+		}
+		unsigned old = atomic_load_explicit(s->sq_flags, memory_order_relaxed);
+		while (!atomic_compare_exchange_weak_explicit(s->sq_flags, &old, (old & keep) | f,
+							      memory_order_release, memory_order_relaxed))
+			;
+	}
 	atomic_store_explicit(s->cq_overflow,
 			      atomic_load_explicit(r->rcq_overflow, memory_order_relaxed) + r->cqe_lost,
 			      memory_order_relaxed);

@@ -36,6 +36,27 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 	struct submit_batch b;
 	long ret;
 
+	if (sqpoll && r->has_mover) {
+		/* The poller is the program's SQ thread: the enter wakes it and
+		 * waits for SQ room as the kernel's does.  The real enter makes
+		 * the kernel's checks and gives its answer (to_submit); the
+		 * poller wakes the kernel's own thread when it has work for it.
+		 * What an awake (or just woken) thread would take at once, the
+		 * enter takes itself, so a wait that follows never depends on
+		 * the poller being scheduled (under valgrind, whose lock a
+		 * thread blocked in io_uring_enter keeps, it could not be); SQEs
+		 * published to a sleeping thread no one wakes stay, as natively. */
+		ret = real_enter(r, to_submit, 0, 0, NULL, 0);
+		if (ret < 0)
+			return ret;
+		if (flags & IORING_ENTER_SQ_WAKEUP)
+			mover_sq_wake(r);
+		if (!(atomic_load_explicit(r->sh.sq_flags, memory_order_seq_cst) & IORING_SQ_NEED_WAKEUP))
+			mover_sq_drain(r);
+		if (flags & IORING_ENTER_SQ_WAIT)
+			mover_sq_wait(r);
+		return ret;
+	}
 	spin_lock(&r->sq_lock);
 	submit_prepare(r, to_submit, &b);
 	if (sqpoll) {

@@ -15,12 +15,14 @@
 
 #include "preload/dispatch.h"
 #include "preload/log.h"
+#include "preload/req.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/valgrind.h"
 
 #define KSIGSET_SIZE 8
 
@@ -38,29 +40,183 @@ static void block_sigsys(void)
 	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&sys, 0, KSIGSET_SIZE, 0, 0);
 }
 
+/*
+ * The SQPOLL poller, bufsel's stand-in for the kernel's SQ thread
+ * (io_sq_thread): the program publishes SQEs in the shadow and reads
+ * completions from it without entering, for as long as IORING_SQ_NEED_WAKEUP
+ * is clear.  Awake, it polls the shadow SQ tail and the real CQ, moving what
+ * it finds; after sq_thread_idle of neither it sets NEED_WAKEUP, looks at the
+ * SQ once more (the program may have published just before seeing the flag:
+ * then it stays awake), and sleeps, using no CPU, until an enter with
+ * IORING_ENTER_SQ_WAKEUP writes its eventfd.  Like the kernel's thread it
+ * starts asleep.  A completion that arrives while it sleeps is moved at once
+ * and, as task work that runs in the kernel's SQ thread would, wakes it.
+ * The kernel's own SQ thread is woken the same way when bufsel publishes to
+ * a real SQ it sleeps on.
+ */
+/* Moves what the program published to the real SQ; returns the number of
+ * shadow SQEs consumed. */
+static unsigned sq_poll(struct ring *r)
+{
+	struct shadow *s = &r->sh;
+	if (atomic_load_explicit(s->sq_tail, memory_order_acquire) ==
+	    __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED))
+		return 0;
+	struct submit_batch b;
+	spin_lock(&r->sq_lock);
+	unsigned head = r->sq_head;
+	submit_prepare(r, 0, &b);
+	unsigned consumed = r->sq_head - head;
+	spin_unlock(&r->sq_lock);
+	if (b.copied) {
+		/* The kernel's thread sets its flag, then looks at the tail once
+		 * more: publish, then look at the flag (liburing's order). */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(r->rsq_flags, memory_order_relaxed) & IORING_SQ_NEED_WAKEUP)
+			sys_call6(__NR_io_uring_enter, ring_fd(r), 0, 0, IORING_ENTER_SQ_WAKEUP, 0, 0);
+	}
+	if (consumed) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(s->sq_waiters, memory_order_relaxed))
+			sys_call6(SYS_futex, (long)s->sq_head, FUTEX_WAKE, 0x7fffffff, 0, 0, 0);
+	}
+	return consumed;
+}
+
+/* Moves completions and issues what they released: 1 if there was any. */
+static int cq_poll(struct ring *r, int force)
+{
+	if (!force && atomic_load_explicit(r->rcq_tail, memory_order_acquire) == r->rcq_taken &&
+	    atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) == r->sh_released && !r->ready)
+		return 0;
+	unsigned before = atomic_load(r->sh.cq_tail);
+	complete_reap(r);
+	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
+		r->hooks->followup(r);
+		complete_reap(r);
+	}
+	if (atomic_load(r->sh.cq_tail) == before)
+		return 0;
+	futex_wake_all(r->sh.cq_tail);
+	return 1;
+}
+
+/* Has the program published SQEs the thread has not taken?  (With the
+ * real SQ full as well it stays awake: the kernel's thread never sleeps on
+ * SQEs, so room comes soon, and nothing would wake this one for it.) */
+static int sq_pending(struct ring *r)
+{
+	return atomic_load_explicit(r->sh.sq_tail, memory_order_acquire) !=
+	       __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED);
+}
+
+/* Sleeps until woken (1) or the ring is gone (0); moves completions that
+ * come meanwhile (and a completion wakes it). */
+static int sq_sleep(struct ring *r)
+{
+	struct epoll_event ev[2];
+	for (;;) {
+		/* A full shadow leaves the real ring's CQEs where they are, and
+		 * the program makes room without a system call: look every
+		 * millisecond while it is full.  Otherwise only an edge of the
+		 * ring (a new CQE) or the eventfd wakes it: a program blocked in
+		 * a wait costs nothing here (the wait reaps for itself). */
+		int full = complete_ready(r) == r->sh.cq_entries;
+		long n = sys_call6(SYS_epoll_pwait, r->mover_ep, (long)ev, 2, full ? 1 : -1, 0, 0);
+		if (!atomic_load_explicit(&r->live, memory_order_acquire))
+			return 0;
+		int woken = 0;
+		for (long i = 0; i < n; i++)
+			woken |= ev[i].data.u32 == 1;
+		if (cq_poll(r, n > 0 || full) || woken)
+			return 1;
+	}
+}
+
 static void *mover_main(void *arg)
 {
 	struct ring *r = arg;
 	block_sigsys();
-	struct pollfd pfd[2] = { { .fd = r->priv_fd, .events = POLLIN },
-				 { .fd = r->mover_wake_fd, .events = POLLIN } };
+	uint64_t idle = (uint64_t)(r->sq_idle_ms ? r->sq_idle_ms : 1000) * 1000000ULL;
+	uint64_t last, drain;
+	/* valgrind runs one thread at a time, and one that yields in a loop
+	 * can keep the others from ever running: there it naps instead. */
+	int nap = valgrind_running() != 0;
+	struct timespec nap_ts = { 0, 100000 };
+	/* It starts asleep, as the kernel's thread does: setup showed
+	 * NEED_WAKEUP, and an enter may already have taken it back (and
+	 * written the eventfd) before this thread ran. */
+	if ((atomic_load_explicit(r->sh.sq_flags, memory_order_seq_cst) & IORING_SQ_NEED_WAKEUP) &&
+	    !sq_sleep(r))
+		goto out;
+	atomic_fetch_and_explicit(r->sh.sq_flags, ~(unsigned)IORING_SQ_NEED_WAKEUP, memory_order_seq_cst);
+	last = now_ns();
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
-		unsigned before = atomic_load(r->sh.cq_tail);
-		complete_reap(r);
-		for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-			r->hooks->followup(r);
-			complete_reap(r);
+		uint64_t t = now_ns();
+		if (sq_poll(r) | cq_poll(r, 0))
+			last = t;
+		if (t - last < idle) {
+			if (nap)
+				sys_call6(SYS_nanosleep, (long)&nap_ts, 0, 0, 0, 0, 0);
+			else
+				sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			continue;
 		}
-		if (atomic_load(r->sh.cq_tail) != before)
-			futex_wake_all(r->sh.cq_tail);
-		/* A full shadow leaves the real ring readable: wait for the program
-		 * to make room rather than spin on it. */
-		int full = complete_ready(r) == r->sh.cq_entries || r->cq_waiters;
-		struct timespec ts = { 0, 1000000 };
-		sys_call6(SYS_ppoll, (long)pfd, 2, full ? (long)&ts : 0, 0, KSIGSET_SIZE, 0);
+		/* A wake-up meant for an earlier sleep is spent; one written from
+		 * here on, after the flag, stays in the eventfd. */
+		while (sys_call3(SYS_read, r->mover_wake_fd, (long)&drain, sizeof(drain)) > 0)
+			;
+		if (!atomic_load_explicit(&r->live, memory_order_acquire))
+			break;
+		atomic_fetch_or_explicit(r->sh.sq_flags, IORING_SQ_NEED_WAKEUP, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		int sleep = !sq_pending(r);
+		if (sleep && !sq_sleep(r))
+			break;
+		atomic_fetch_and_explicit(r->sh.sq_flags, ~(unsigned)IORING_SQ_NEED_WAKEUP,
+					  memory_order_seq_cst);
+		last = now_ns();
 	}
+out:
 	ring_put(r);
 	return NULL;
+}
+
+void mover_sq_drain(struct ring *r)
+{
+	sq_poll(r);
+}
+
+void mover_sq_wake(struct ring *r)
+{
+	uint64_t one = 1;
+	/* The thread shows itself awake from the moment it is woken, before
+	 * anything it then does can be seen (the enter drains the SQ next). */
+	if (r->has_mover && (atomic_fetch_and_explicit(r->sh.sq_flags, ~(unsigned)IORING_SQ_NEED_WAKEUP,
+						       memory_order_seq_cst) &
+			     IORING_SQ_NEED_WAKEUP))
+		sys_write(r->mover_wake_fd, &one, sizeof(one));
+}
+
+/*
+ * IORING_ENTER_SQ_WAIT (io_sqpoll_wait_sq): until the program's SQ is not
+ * full, as the kernel reads it (the visible tail and head), or a signal.
+ * The futex is a shared one: a forked child's enter waits on a shadow its
+ * parent's poller drains.
+ */
+void mover_sq_wait(struct ring *r)
+{
+	struct shadow *s = &r->sh;
+	for (;;) {
+		unsigned head = atomic_load_explicit(s->sq_head, memory_order_acquire);
+		if (atomic_load_explicit(s->sq_tail, memory_order_acquire) - head != s->sq_entries)
+			return;
+		atomic_fetch_add_explicit(s->sq_waiters, 1, memory_order_seq_cst);
+		long err = sys_call6(SYS_futex, (long)s->sq_head, FUTEX_WAIT, head, 0, 0, 0);
+		atomic_fetch_sub_explicit(s->sq_waiters, 1, memory_order_relaxed);
+		if (err == -EINTR)
+			return;
+	}
 }
 
 /* Starts a detached bufsel thread that takes no signal meant for the
@@ -89,19 +245,34 @@ static int start_thread(void *(*fn)(void *), void *arg)
 	return -err;
 }
 
+/* A new fd at a high number (the program's numbering is left as native). */
+static int high_fd(long low)
+{
+	if (low < 0)
+		return (int)low;
+	int fd = sys_dupfd_high((int)low);
+	sys_close((int)low);
+	return fd;
+}
+
 int mover_start(struct ring *r)
 {
-	r->mover_wake_fd = -1;
-	int low = (int)sys_call3(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK, 0);
-	if (low < 0)
-		return low;
-	r->mover_wake_fd = sys_dupfd_high(low);
-	sys_close(low);
+	r->mover_wake_fd = high_fd(sys_call3(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK, 0));
 	if (r->mover_wake_fd < 0)
 		return r->mover_wake_fd;
+	r->mover_ep = high_fd(sys_call3(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0));
+	if (r->mover_ep < 0)
+		return r->mover_ep;
+	struct epoll_event wake = { .events = EPOLLIN, .data.u32 = 1 };
+	struct epoll_event cq = { .events = EPOLLIN | EPOLLET, .data.u32 = 0 };
+	long err = sys_call6(SYS_epoll_ctl, r->mover_ep, EPOLL_CTL_ADD, r->mover_wake_fd, (long)&wake, 0, 0);
+	if (!err)
+		err = sys_call6(SYS_epoll_ctl, r->mover_ep, EPOLL_CTL_ADD, ring_fd(r), (long)&cq, 0, 0);
+	if (err)
+		return (int)err;
 
 	atomic_fetch_add(&r->refs, 1);
-	int err = start_thread(mover_main, r);
+	err = start_thread(mover_main, r);
 	if (err) {
 		atomic_fetch_sub(&r->refs, 1);
 		return err;

@@ -1,11 +1,12 @@
 /*
  * The completion movers.  One thread per process watches every ring without
- * SQPOLL (mover_watch, see mover.c), and one per SQPOLL ring feeds it.
- * The SQPOLL mover: a bufsel thread per SQPOLL ring.  An SQPOLL program
- * may never call io_uring_enter to reap (it reads CQ memory in a loop, as
- * the kernel allows), so for those rings completions cannot wait for the
- * program to come to bufsel: the mover sleeps on the real ring and moves
- * CQEs into the shadow as they arrive.  Waits on every ring are the
+ * SQPOLL (mover_watch, see mover.c), and one per SQPOLL ring is that ring's
+ * SQ thread as the program sees it.
+ * The SQPOLL poller: a bufsel thread per SQPOLL ring.  An SQPOLL program
+ * publishes SQEs and reads completions without calling io_uring_enter for as
+ * long as IORING_SQ_NEED_WAKEUP is clear, so the poller polls the shadow SQ
+ * and the real CQ while awake, sleeps after sq_thread_idle without work
+ * (setting NEED_WAKEUP), and is woken by IORING_ENTER_SQ_WAKEUP.  Waits on every ring are the
  * kernel's own (enter.c): a mover takes CQEs without releasing them while a
  * thread waits, so the kernel counts them as its wait requires.
  */
@@ -26,5 +27,12 @@ void mover_reap_others(struct ring *r);
 
 int mover_start(struct ring *r);
 void mover_stop(struct ring *r);
+/* An enter's IORING_ENTER_SQ_WAKEUP: wakes the ring's poller if it sleeps
+ * (NEED_WAKEUP clears at once). */
+void mover_sq_wake(struct ring *r);
+/* What an awake poller takes at once, taken by an enter itself. */
+void mover_sq_drain(struct ring *r);
+/* An enter's IORING_ENTER_SQ_WAIT: returns once the program's SQ has room. */
+void mover_sq_wait(struct ring *r);
 
 #endif

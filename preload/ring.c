@@ -100,7 +100,7 @@ struct ring *ring_alloc(void)
 			while (hwm < i + 1 && !atomic_compare_exchange_weak(&ring_hwm, &hwm, i + 1))
 				;
 			memset((char *)r, 0, offsetof(struct ring, claimed));
-			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mem_fd = -1;
+			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
 			atomic_store(&r->real_fd, -1);
 			atomic_store(&r->refs, 1);
 			return r;
@@ -245,9 +245,11 @@ static void ring_destroy(struct ring *r)
 		sys_close(r->priv_fd);
 	if (r->mover_wake_fd >= 0)
 		sys_close(r->mover_wake_fd);
+	if (r->mover_ep >= 0)
+		sys_close(r->mover_ep);
 	if (r->mem_fd >= 0)
 		sys_close(r->mem_fd);
-	r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mem_fd = -1;
+	r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
 	atomic_store(&r->real_fd, -1);
 }
 
@@ -300,8 +302,8 @@ int ring_next_owned_fd(unsigned lo, unsigned hi)
 	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire))
 			continue;
-		int fds[3] = { r->priv_fd, r->mover_wake_fd, r->mem_fd };
-		for (int k = 0; k < 3; k++)
+		int fds[4] = { r->priv_fd, r->mover_wake_fd, r->mover_ep, r->mem_fd };
+		for (int k = 0; k < 4; k++)
 			if (fds[k] >= 0 && (unsigned)fds[k] >= lo && (unsigned)fds[k] <= hi &&
 			    (best < 0 || fds[k] < best))
 				best = fds[k];

@@ -90,6 +90,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * mapped the shadow: the mappings hold the ring, as natively they hold
 	 * the kernel's (ring_closing); it goes once they are gone. */
 	int map_pin;
+	int own_mem;		/* the kernel's rings are bufsel's memory (NO_MMAP) */
 	atomic_int real_fd;
 	unsigned long ino, dev;
 	unsigned setup_flags;
@@ -174,7 +175,28 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	atomic_uint cq_timeouts;
 	uint64_t tmo_ud[TMO_TRACKED];
 
-	int has_mover;		/* SQPOLL: a bufsel thread of its own moves completions */
+	/*
+	 * SQPOLL: a bufsel thread of its own (mover.c) is the program's SQ
+	 * thread: it polls the shadow SQ as the kernel's polls its own, moves
+	 * what the program adds to the real SQ and completions to the shadow,
+	 * and after sq_idle_ms without work sets IORING_SQ_NEED_WAKEUP in the
+	 * shadow and sleeps until an enter with IORING_ENTER_SQ_WAKEUP (or a
+	 * completion to move) wakes it.  The shadow's NEED_WAKEUP bit is that
+	 * thread's alone.
+	 */
+	int has_mover;
+	unsigned sq_idle_ms;	/* the program's sq_thread_idle; 0 means 1 s, as the kernel's HZ */
+	/*
+	 * DEFER_TASKRUN with TASKRUN_FLAG: the kernel sets IORING_SQ_TASKRUN
+	 * when it queues task work, from any context and without anything
+	 * that would wake bufsel.  For these rings the program's SQ flags word
+	 * is the kernel's own (the real ring's first page is mapped into the
+	 * program's view, shadow.h): bufsel adds only the bits it owns
+	 * (flags_own: TASKRUN while released work waits for an enter,
+	 * CQ_OVERFLOW while it holds CQEs) and takes back only those.
+	 */
+	int flags_shared;
+	unsigned flags_own;	/* under cq_lock */
 	/*
 	 * Completions reach the shadow CQ without waiting for the program to
 	 * enter, as they reach the kernel's CQ natively: the process's mover
@@ -183,7 +205,11 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * IORING_SQ_TASKRUN always, to send the program in.
 	 */
 	int cq_moved;
-	int mover_wake_fd;	/* eventfd that tells the mover the ring is gone */
+	int mover_wake_fd;	/* SQPOLL: eventfd that wakes the poller (IORING_ENTER_SQ_WAKEUP,
+				 * or the ring is gone) */
+	int mover_ep;		/* SQPOLL: the epoll the sleeping poller waits in: that
+				 * eventfd, and the ring fd edge-triggered (a CQ that holds
+				 * CQEs the program has not consumed stays readable) */
 
 	/* IORING_REGISTER_RING_FDS entries that name the ring: the kernel keeps
 	 * a registered ring for them, fd or no fd, and so does bufsel. */

@@ -254,6 +254,14 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	struct shadow_layout lay;
 	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
 	lay.no_sqarray = !!(p->flags & IORING_SETUP_NO_SQARRAY);
+	/* The kernel's TASKRUN bit, set from any context, is seen as it is
+	 * set: the program's flags word is the kernel's (ring.h, flags_shared).
+	 * Under valgrind the program's mappings come from the memfd alone. */
+	int share = (p->flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG)) ==
+			    (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG) &&
+		    p->sq_off.flags + sizeof(unsigned) <= 4096 && !valgrind_running();
+	if (share)
+		shadow_layout_share_flags(&lay, p->sq_off.flags, 4096);
 	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
 	if (mfd < 0)
 		return mfd;
@@ -273,7 +281,29 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	r->sh.sq_entries = p->sq_entries;
 	r->sh.cq_entries = p->cq_entries;
 	shadow_attach(&r->sh, &lay, mem);
+	if (share) {
+		r->sh.sq_flags = (_Atomic uint32_t *)r->rsq_flags;
+		r->flags_shared = 1;
+	}
 	return 0;
+}
+
+/*
+ * The real ring's first page over the first page of a program's view of
+ * the rings (shadow.h, real_page): another mapping of bufsel's memory the
+ * kernel uses for the ring, or of the ring's own fd.
+ */
+static long map_real_page(struct ring *r, long dest)
+{
+	size_t page = r->sh.lay.real_page;
+	long m;
+	if (!r->own_mem)
+		m = (long)sys_mmap((void *)dest, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				   r->priv_fd, IORING_OFF_SQ_RING);
+	else
+		m = sys_call6(SYS_mremap, (long)r->real_sq_map, 0, (long)page,
+			      MREMAP_MAYMOVE | MREMAP_FIXED, dest, 0);
+	return sys_is_err(m) ? m : 0;
 }
 
 /* Another mapping of the same shadow pages (mremap of a shared mapping with
@@ -293,6 +323,13 @@ static long map_shadow_part(struct ring *r, void *addr, size_t len, int prot, in
 	if ((flags & MAP_FIXED_NOREPLACE) && addr && m != (long)addr) {
 		sys_munmap((void *)m, len);
 		return -EEXIST;
+	}
+	if (r->sh.lay.real_page && memoff == 0 && len >= r->sh.lay.real_page) {
+		long err = map_real_page(r, m);
+		if (err) {
+			sys_munmap((void *)m, len);
+			return err;
+		}
 	}
 	if (prot != (PROT_READ | PROT_WRITE)) {
 		long err = sys_call3(SYS_mprotect, m, (long)len, prot);
@@ -325,7 +362,15 @@ long emu_setup(const long a[6])
 	ring_sweep();
 
 	struct real_mem m;
+	/* The program's SQ thread is bufsel's poller (mover.c), which spins
+	 * for the program's sq_thread_idle; the kernel's thread behind it need
+	 * not spin as long as well: it sleeps after a millisecond, and the
+	 * poller wakes it when it has SQEs for it. */
+	unsigned prog_idle = p.sq_thread_idle;
+	if (p.flags & IORING_SETUP_SQPOLL)
+		p.sq_thread_idle = 1;
 	long fd = setup_real((unsigned)a[0], &p, &m);
+	p.sq_thread_idle = prog_idle;
 	if (fd < 0)
 		return fd;
 	ring_fd_reused((int)fd);
@@ -342,7 +387,9 @@ long emu_setup(const long a[6])
 	r->fork_gen = stats_fork_gen();
 	r->setup_flags = p.flags;
 	r->features = p.features;
+	r->sq_idle_ms = p.sq_thread_idle;
 	int err = 0, own_mem = m.rings != NULL;
+	r->own_mem = own_mem;
 	if (own_mem) {
 		adopt_real(r, &p, &m);
 		/* Told apart by its inode, the ring needs no fd of bufsel's. */

@@ -25,6 +25,7 @@ void shadow_layout_init(struct shadow_layout *l, uint32_t sq_entries, uint32_t c
 	l->sq_flags = l->sq_mask + 20;
 	l->cq_flags = l->sq_mask + 24;
 	l->cq_overflow = l->sq_mask + 28;
+	l->sq_waiters = l->sq_mask + 32;
 	l->cqes = 5 * CACHELINE;
 	l->sq_array = (uint32_t)align_up(l->cqes + (size_t)cq_entries * sizeof(struct io_uring_cqe),
 					 CACHELINE);
@@ -32,6 +33,21 @@ void shadow_layout_init(struct shadow_layout *l, uint32_t sq_entries, uint32_t c
 	l->sqes_off = align_up(l->rings_len, page);
 	l->sqes_len = (size_t)sq_entries * sizeof(struct io_uring_sqe);
 	l->total_len = l->sqes_off + align_up(l->sqes_len, page);
+}
+
+void shadow_layout_share_flags(struct shadow_layout *l, uint32_t real_flags_off, size_t page)
+{
+	uint32_t *f[] = { &l->sq_head, &l->sq_tail, &l->cq_head, &l->cq_tail, &l->sq_mask,
+			  &l->cq_mask, &l->sq_entries, &l->cq_entries, &l->sq_dropped,
+			  &l->cq_flags, &l->cq_overflow, &l->sq_waiters, &l->cqes, &l->sq_array };
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		*f[i] += (uint32_t)page;
+	l->sq_flags = real_flags_off;
+	l->real_page = (uint32_t)page;
+	l->rings_len += page;
+	size_t sqes_pages = l->total_len - l->sqes_off;
+	l->sqes_off = align_up(l->rings_len, page);
+	l->total_len = l->sqes_off + sqes_pages;
 }
 
 void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets *so,
@@ -56,7 +72,9 @@ void shadow_attach(struct shadow *s, const struct shadow_layout *l, void *mem)
 	s->mem = mem;
 	s->sq_head = (void *)(b + l->sq_head);
 	s->sq_tail = (void *)(b + l->sq_tail);
-	s->sq_flags = (void *)(b + l->sq_flags);
+	if (!l->real_page)
+		s->sq_flags = (void *)(b + l->sq_flags);
+	s->sq_waiters = (void *)(b + l->sq_waiters);
 	s->sq_dropped = (void *)(b + l->sq_dropped);
 	s->sq_array = (void *)(b + l->sq_array);
 	s->cq_head = (void *)(b + l->cq_head);

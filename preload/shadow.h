@@ -19,6 +19,11 @@ struct shadow_layout {
 	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
 	uint32_t sq_dropped, sq_flags, cq_flags, cq_overflow;
 	uint32_t cqes, sq_array;
+	uint32_t sq_waiters;	/* bufsel's: threads in IORING_ENTER_SQ_WAIT (not told to the program) */
+	/* Bytes at the start of the rings region that are not the memfd's but
+	 * the real ring's first page, which holds the kernel's SQ flags word
+	 * (sq_flags then points into it): 0, or one page. */
+	uint32_t real_page;
 	bool no_sqarray;	/* IORING_SETUP_NO_SQARRAY: the program's SQE for head is slot head & mask */
 	size_t rings_len;	/* the region at IORING_OFF_SQ_RING (= CQ_RING) */
 	size_t sqes_off;	/* where the SQE array starts in the memfd */
@@ -30,7 +35,7 @@ struct shadow {
 	struct shadow_layout lay;
 	void *mem;		/* bufsel's mapping of the whole memfd */
 	_Atomic uint32_t *sq_head, *sq_tail, *sq_flags, *sq_dropped, *sq_array;
-	_Atomic uint32_t *cq_head, *cq_tail, *cq_overflow, *cq_flags;
+	_Atomic uint32_t *cq_head, *cq_tail, *cq_overflow, *cq_flags, *sq_waiters;
 	struct io_uring_sqe *sqes;
 	struct io_uring_cqe *cqes;
 	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
@@ -39,6 +44,11 @@ struct shadow {
 /* Computes the layout for a ring of the given (power of two) sizes. */
 void shadow_layout_init(struct shadow_layout *l, uint32_t sq_entries, uint32_t cq_entries,
 			size_t page);
+
+/* Moves every field a page on and puts sq_flags at real_flags_off of the
+ * real ring's first page, which the program's view maps there instead of
+ * the memfd's (ring.h, flags_shared). */
+void shadow_layout_share_flags(struct shadow_layout *l, uint32_t real_flags_off, size_t page);
 
 /* Fills the program's sq_off/cq_off from the layout. */
 void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets *so,
@@ -49,7 +59,8 @@ void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets
  * or -errno when /proc/self/maps cannot tell. */
 int shadow_mapped_elsewhere(const void *mem);
 
-/* Points the shadow's fields into mem and writes the constant ones. */
+/* Points the shadow's fields into mem and writes the constant ones; with a
+ * real page, sq_flags is left for the caller to point at the real word. */
 void shadow_attach(struct shadow *s, const struct shadow_layout *l, void *mem);
 
 /* Where a program's mmap at io_uring offset `off` of length len lands in the

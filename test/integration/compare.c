@@ -65,7 +65,9 @@
 	X(reg_files, 10, true, true)           \
 	X(sqpoll, 10, true, true)              \
 	X(sqpoll_spin, 10, true, true)         \
+	X(sqpoll_wakeup, 15, true, false) /* 5.6 lacks IORING_ENTER_SQ_WAIT: 5.10 */ \
 	X(defer_taskrun, 10, true, false) /* 5.6 lacks DEFER_TASKRUN: 6.1 */ \
+	X(taskrun_flag, 10, true, false) /* 5.6 lacks DEFER_TASKRUN: 6.1 */ \
 	X(setup_flags, 10, true, false) /* 5.6 lacks SUBMIT_ALL and newer setup flags: 5.18+ */ \
 	X(cq_overflow, 10, true, false) /* 5.6 lacks liburing waits with a TIMEOUT SQE without EXT_ARG (5.11): one more SQE */ \
 	X(threads, 15, true, true)             \

@@ -105,6 +105,37 @@ Test(shadow_layout, offsets_fit_and_do_not_overlap)
 	}
 }
 
+/* A ring whose SQ flags word is the kernel's: the flags offset lies in the
+ * first page (the real ring's), every other field past it. */
+Test(shadow_layout, shared_flags_page_holds_only_the_flags)
+{
+	for (unsigned sq = 1; sq <= 32768; sq <<= 1) {
+		unsigned cq = sq * 2;
+		struct shadow_layout l, plain;
+		struct io_sqring_offsets so;
+		struct io_cqring_offsets co;
+		shadow_layout_init(&plain, sq, cq, 4096);
+		shadow_layout_init(&l, sq, cq, 4096);
+		shadow_layout_share_flags(&l, 276, 4096);
+		shadow_fill_offsets(&l, &so, &co);
+		cr_assert_eq(so.flags, 276);
+		cr_assert_eq(l.real_page, 4096);
+		uint32_t others[] = { so.head, so.tail, so.ring_mask, so.ring_entries, so.dropped,
+				      so.array, co.head, co.tail, co.ring_mask, co.ring_entries,
+				      co.overflow, co.cqes, co.flags, l.sq_waiters };
+		for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+			cr_assert_geq(others[i], 4096, "field %zu in the real ring's page", i);
+		cr_assert_eq(co.cqes, plain.cqes + 4096);
+		size_t sq_sz = so.array + sq * sizeof(unsigned);
+		size_t cq_sz = co.cqes + cq * sizeof(struct io_uring_cqe);
+		cr_assert_leq(sq_sz, l.rings_len);
+		cr_assert_leq(cq_sz, l.rings_len);
+		cr_assert_eq(l.sqes_off % 4096, 0);
+		cr_assert_geq(l.sqes_off, l.rings_len);
+		cr_assert_eq(l.total_len - l.sqes_off, plain.total_len - plain.sqes_off);
+	}
+}
+
 Test(shadow_layout, mmap_offsets_answer_like_the_kernel)
 {
 	struct shadow_layout l;

@@ -74,6 +74,8 @@ exec_uring_nopreload:re-executes /proc/self/exe, which under valgrind is the too
 gate_addr:prints where the trap's gate is, and under valgrind 3.19 bufsel installs no trap
 raw_signals:checks signal frames the trap rewrites (rt_sigreturn, raw sigprocmask) and under valgrind 3.19 bufsel installs no trap
 fork_setup_race:400 processes, each started under memcheck, run past the time limit; and the race it checks is in thread start, which valgrind 3.19 serialises
+sqpoll_wakeup:spins on CQ memory while bufsel's SQPOLL thread must run, and valgrind 3.19's default scheduling lock (--fair-sched=no) lets the spinning thread take it back every time: the thread never runs (with --fair-sched=yes the output is the native one)
+taskrun_flag:under valgrind bufsel cannot map the kernel's SQ flags word into the program's view of the ring (valgrind refuses the mremap that makes a second mapping of a page), so a DEFER_TASKRUN | TASKRUN_FLAG ring shows IORING_SQ_TASKRUN always (docs/ARCHITECTURE.md)
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
 
 VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
