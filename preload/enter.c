@@ -50,6 +50,8 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 		if (ret < 0)
 			return ret;
 		if (flags & IORING_ENTER_SQ_WAKEUP)
+			mover_sq_launch(r);
+		if (flags & IORING_ENTER_SQ_WAKEUP)
 			mover_sq_wake(r);
 		if (!(atomic_load_explicit(r->sh.sq_flags, memory_order_seq_cst) & IORING_SQ_NEED_WAKEUP))
 			mover_sq_drain(r);

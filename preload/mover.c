@@ -270,15 +270,37 @@ int mover_start(struct ring *r)
 		err = sys_call6(SYS_epoll_ctl, r->mover_ep, EPOLL_CTL_ADD, ring_fd(r), (long)&cq, 0, 0);
 	if (err)
 		return (int)err;
-
-	atomic_fetch_add(&r->refs, 1);
-	err = start_thread(mover_main, r);
-	if (err) {
-		atomic_fetch_sub(&r->refs, 1);
-		return err;
-	}
 	r->has_mover = 1;
 	return 0;
+}
+
+/*
+ * The poller's thread starts at the program's first IORING_ENTER_SQ_WAKEUP
+ * (it starts asleep, so until then it has nothing to do), and only once the
+ * kernel's SQ thread has taken what that enter brought: natively the SQ
+ * thread (made at setup) and the io-wq workers its first SQEs make are the
+ * process's next tasks, and programs find them by pid (liburing's wq-aff).
+ * If the thread cannot start, the ring goes back to submitting in each
+ * enter, with NEED_WAKEUP always shown.
+ */
+void mover_sq_launch(struct ring *r)
+{
+	int zero = 0;
+	if (!r->has_mover || !atomic_compare_exchange_strong(&r->poller_started, &zero, 1))
+		return;
+	sq_poll(r);
+	for (int i = 0; i < 20000 && atomic_load_explicit(r->rsq_head, memory_order_acquire) !=
+					     atomic_load_explicit(r->rsq_tail, memory_order_relaxed); i++)
+		sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	atomic_fetch_add(&r->refs, 1);
+	int err = start_thread(mover_main, r);
+	if (!err)
+		return;
+	atomic_fetch_sub(&r->refs, 1);
+	log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "SQPOLL ring: no poller thread (%s): every submission enters",
+		 strerror(-err));
+	r->has_mover = 0;
+	complete_reap(r);
 }
 
 /*

@@ -26,6 +26,8 @@ void mover_after_fork(void);
 void mover_reap_others(struct ring *r);
 
 int mover_start(struct ring *r);
+/* SQPOLL: starts the poller's thread at the program's first wake-up. */
+void mover_sq_launch(struct ring *r);
 void mover_stop(struct ring *r);
 /* An enter's IORING_ENTER_SQ_WAKEUP: wakes the ring's poller if it sleeps
  * (NEED_WAKEUP clears at once). */

@@ -185,6 +185,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * thread's alone.
 	 */
 	int has_mover;
+	atomic_int poller_started;	/* its thread was started (mover_sq_launch) */
 	unsigned sq_idle_ms;	/* the program's sq_thread_idle; 0 means 1 s, as the kernel's HZ */
 	/*
 	 * DEFER_TASKRUN with TASKRUN_FLAG: the kernel sets IORING_SQ_TASKRUN
