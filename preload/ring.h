@@ -62,7 +62,7 @@ struct cqe_queue {
 	int heap;		/* v came from the heap (else it is the reserve) */
 };
 
-#define RING_RETIRED_MAX 8
+#define RING_RETIRED_MAX 16
 
 /* Grouped by meaning: in order of size the 1,024 slots would save 8 bytes each. */
 struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)

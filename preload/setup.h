@@ -19,7 +19,7 @@ struct real_mem {
 
 /* SQ and CQ sizes as io_uring_fill_params makes them from entries and
  * p->flags / p->cq_entries: 0, or the kernel's -EINVAL. */
-int setup_ring_sizes(unsigned entries, const struct io_uring_params *p, unsigned *sq, unsigned *cq);
+int setup_ring_sizes(unsigned entries, const struct io_uring_params *p, unsigned *sq_out, unsigned *cq_out);
 /* Memory for real rings of these sizes: 0 or -errno (*m zeroed). */
 int real_mem_map(unsigned sq, unsigned cq, struct real_mem *m);
 void real_mem_free(struct real_mem *m);

@@ -15,6 +15,8 @@
 #define CQE_PRINT_NO_LIBURING
 #include "test/prog/cqe_print.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 
 #ifndef IORING_SETUP_NO_SQARRAY
@@ -228,6 +230,76 @@ static void provided_buffers(struct raw_ring *r)
 	close(pfd[1]);
 }
 
+/*
+ * Another thread keeps entering a ring of its own while this one resizes:
+ * every enter of a ring also moves other rings' completions, reading them
+ * without waiting for the resize, which must neither crash nor lose a CQE.
+ */
+static atomic_int stop_other;
+
+static void *other_ring(void *arg)
+{
+	(void)arg;
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	struct raw_ring o = { .fd = (int)syscall(__NR_io_uring_setup, 4, &p) };
+	if (o.fd < 0)
+		die("setup: %s", strerror(errno));
+	map_ring(&o, &p);
+	unsigned long n = 0;
+	unsigned *array = (unsigned *)((char *)o.rings + p.sq_off.array);
+	while (!atomic_load(&stop_other)) {
+		unsigned tail = *o.sq_tail;
+		struct io_uring_sqe *sqe = &o.sqes[tail & o.sq_mask];
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->opcode = IORING_OP_NOP;
+		array[tail & o.sq_mask] = tail & o.sq_mask;
+		__atomic_store_n(o.sq_tail, tail + 1, __ATOMIC_RELEASE);
+		if (raw_enter(o.fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) != 1)
+			die("other ring: enter");
+		__atomic_store_n(o.cq_head, __atomic_load_n(o.cq_tail, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		n++;
+	}
+	munmap(o.rings, o.rings_len);
+	munmap(o.sqes, o.sqes_len);
+	close(o.fd);
+	return (void *)n;
+}
+
+static void resize_while_other_enters(struct raw_ring *r)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, other_ring, NULL))
+		die("pthread_create");
+	unsigned resized = 0, bad = 0, cqes = 0;
+	unsigned long long next = 1000;
+	for (unsigned i = 0; i < 1000; i++) {
+		queue_nops(r, 3, 1000 + 3ULL * i);
+		if (raw_enter(r->fd, 3, 3, IORING_ENTER_GETEVENTS, NULL, 0) != 3)
+			die("enter");
+		struct io_uring_params p;
+		memset(&p, 0, sizeof(p));
+		p.sq_entries = i & 1 ? 8 : 4;
+		p.cq_entries = i & 1 ? 32 : 8;
+		p.flags = IORING_SETUP_CQSIZE;
+		if (raw_register(r->fd, RESIZE_RINGS, &p, 1) == 0) {
+			munmap(r->rings, r->rings_len);
+			munmap(r->sqes, r->sqes_len);
+			map_ring(r, &p);
+			resized++;
+		}
+		unsigned head = *r->cq_head, tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+		for (; head != tail; head++, cqes++)
+			bad += r->cqes[head & r->cq_mask].user_data != next++;
+		__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+	}
+	atomic_store(&stop_other, 1);
+	void *n;
+	pthread_join(t, &n);
+	note("resizes while another thread enters: %u of 1000, %u CQEs, %u out of order, the other ring %s",
+	     resized, cqes, bad, n ? "ran" : "did not run");
+}
+
 static void refused_without_defer(void)
 {
 	struct io_uring_params p;
@@ -348,6 +420,8 @@ int main(void)
 		resize_ex(&r, 8, 0, 0, (int)up.offset + 1);
 		drain_cq(&r, "after the resize");
 	}
+	resize_while_other_enters(&r);
+
 	queue_nops(&r, 8, 700);
 	submit(&r, 8, 8);
 	drain_cq(&r, "at the end");
