@@ -216,3 +216,43 @@ void complete_sync_cq_flags(struct ring *r)
 	if (r->rcq_flags && atomic_load_explicit(r->rcq_flags, memory_order_relaxed) != f)
 		atomic_store_explicit(r->rcq_flags, f, memory_order_relaxed);
 }
+
+unsigned complete_resize_pending(struct ring *r)
+{
+	publish_head(r);
+	return atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed) -
+	       atomic_load_explicit(r->sh.cq_head, memory_order_acquire);
+}
+
+/*
+ * As io_register_resize_rings copies the CQ: every CQE the program has not
+ * consumed goes to the same index in the new ring (index & its mask), head
+ * and tail keep their values, and so do the overflow counter and the CQ
+ * flags.  Whether a shadow slot holds a real CQE's place moves with it; the
+ * queue of CQEs bufsel made moves from the old scratch reserve to the new.
+ */
+void complete_resize_move(struct ring *r, struct shadow *ns, uint8_t *from_real,
+			  struct io_uring_cqe *reserve)
+{
+	struct shadow *s = &r->sh;
+	unsigned head = atomic_load_explicit(s->cq_head, memory_order_acquire);
+	unsigned tail = atomic_load_explicit(s->cq_tail, memory_order_relaxed);
+	for (unsigned i = head; i != tail; i++) {
+		ns->cqes[i & ns->cq_mask] = s->cqes[i & s->cq_mask];
+		from_real[i & ns->cq_mask] = r->cq_from_real[i & s->cq_mask];
+	}
+	atomic_store_explicit(ns->cq_head, head, memory_order_relaxed);
+	atomic_store_explicit(ns->cq_tail, tail, memory_order_relaxed);
+	atomic_store_explicit(ns->cq_overflow, atomic_load_explicit(s->cq_overflow, memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(ns->cq_flags, atomic_load_explicit(s->cq_flags, memory_order_relaxed),
+			      memory_order_relaxed);
+	r->cq_from_real = from_real;
+	struct cqe_queue *q = &r->synth;
+	if (!q->heap) {
+		for (unsigned i = 0; i < q->len; i++)
+			reserve[i] = q->v[(q->head + i) % q->cap];
+		q->v = reserve;
+		q->head = 0;
+	}
+}

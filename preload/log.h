@@ -31,7 +31,7 @@ enum log_once {
 	ONCE_RING_SLOTS,	/* more rings alive than bufsel has slots */
 	ONCE_NO_SHADOW,		/* no fd or memory for a shadow */
 	ONCE_NO_MOVER,		/* no completion mover for a ring */
-	ONCE_RESIZE,		/* IORING_REGISTER_RESIZE_RINGS refused */
+	ONCE_RESIZE,		/* a resize bufsel could not follow (no memory) */
 	ONCE_REQ_SLOTS,		/* out of request slots */
 	ONCE_HOLD_NOMEM,	/* no memory to hold a chain */
 	ONCE_HELD_NO_ROOM,	/* no room in the real SQ for a held chain */

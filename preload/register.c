@@ -3,6 +3,7 @@
  * so every opcode goes to the kernel as it is; bufsel only has to learn from
  * the ring-fd registrations which index names which ring, because
  * IORING_ENTER_REGISTERED_RING enters carry an index instead of an fd.
+ * A resize, which swaps the real rings, is resize.c's.
  */
 #include <errno.h>
 #include <linux/io_uring.h>
@@ -13,6 +14,7 @@
 #include "preload/log.h"
 #include "preload/ring.h"
 #include "preload/req.h"
+#include "preload/resize.h"
 #include "preload/ring_io.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -153,15 +155,12 @@ long emu_register(const long a[6])
 				 ? ring_get_registered((unsigned)a[0])
 				 : ring_get((int)a[0]);
 	int shadowed = r != NULL;
-	if (r && opcode == IORING_REGISTER_RESIZE_RINGS_NR && (r->setup_flags & IORING_SETUP_DEFER_TASKRUN)) {
-		/* The kernel would swap the rings bufsel submits to and reaps
-		 * from under it; the shadow does not follow.  -EINVAL is what
-		 * a ring that cannot be resized (no DEFER_TASKRUN, or a kernel
-		 * before 6.13) answers, and programs go on with the old size. */
-		log_once(BUFSEL_LOG_WARN, ONCE_RESIZE, "ring fd %d: IORING_REGISTER_RESIZE_RINGS refused (-EINVAL): bufsel cannot resize its shadow",
-			 r->prog_fd);
+	if (r && opcode == IORING_REGISTER_RESIZE_RINGS_NR) {
+		/* The kernel swaps the rings bufsel submits to and reaps from:
+		 * bufsel's view of them and the shadow follow (resize.c). */
+		long ret = resize_rings(r, a);
 		ring_put(r);
-		return -EINVAL;
+		return ret;
 	}
 	if (r) {
 		long ret = -ENOSYS;

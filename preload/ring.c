@@ -216,8 +216,25 @@ unsigned long ring_held_peak(void)
 	return atomic_load(&bufsel.n.held_peak);
 }
 
+void ring_retire(struct ring *r, void *addr, size_t len)
+{
+	if (!addr)
+		return;
+	if (r->nretired == RING_RETIRED_MAX) {
+		sys_munmap(r->retired[0].addr, r->retired[0].len);
+		memmove(&r->retired[0], &r->retired[1], sizeof(r->retired[0]) * (RING_RETIRED_MAX - 1));
+		r->nretired--;
+	}
+	r->retired[r->nretired].addr = addr;
+	r->retired[r->nretired].len = len;
+	r->nretired++;
+}
+
 static void ring_destroy(struct ring *r)
 {
+	for (unsigned i = 0; i < r->nretired; i++)
+		sys_munmap(r->retired[i].addr, r->retired[i].len);
+	r->nretired = 0;
 	stats_ring_closed(r);
 	note_held_peak(pool_peak_in_use(r->pool));
 	pool_destroy(r->pool);

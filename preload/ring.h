@@ -63,6 +63,7 @@ struct cqe_queue {
 };
 
 #define TMO_TRACKED 16
+#define RING_RETIRED_MAX 16
 
 /* Grouped by meaning: in order of size the 1,024 slots would save 8 bytes each. */
 struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
@@ -90,11 +91,12 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * mapped the shadow: the mappings hold the ring, as natively they hold
 	 * the kernel's (ring_closing); it goes once they are gone. */
 	int map_pin;
-	int own_mem;		/* the kernel's rings are bufsel's memory (NO_MMAP) */
 	atomic_int real_fd;
 	unsigned long ino, dev;
 	unsigned setup_flags;
 	unsigned features;
+	int real_own_mem;	/* the real rings are bufsel's memory (the kernel's
+				 * ring has IORING_SETUP_NO_MMAP) */
 
 	struct shadow sh;	/* bufsel's mapping of the shadow */
 	/* Personalities registered on the ring (rewrite.c checks an emulated
@@ -212,6 +214,16 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 				 * eventfd, and the ring fd edge-triggered (a CQ that holds
 				 * CQEs the program has not consumed stays readable) */
 
+	/* Mappings of bufsel's that a resize replaced (resize.c): a thread that
+	 * reads the ring without a lock (another ring's enter moving its CQEs,
+	 * an mmap) may still hold a pointer into one, so they are unmapped with
+	 * the ring, or once RING_RETIRED_MAX newer ones followed them. */
+	struct {
+		void *addr;
+		size_t len;
+	} retired[RING_RETIRED_MAX];
+	unsigned nretired;
+
 	/* IORING_REGISTER_RING_FDS entries that name the ring: the kernel keeps
 	 * a registered ring for them, fd or no fd, and so does bufsel. */
 	atomic_int registered;
@@ -261,6 +273,8 @@ void ring_sweep(void);				/* release rings no fd refers to any more */
 void ring_fd_reused(int fd);			/* the kernel gave fd to a new ring */
 void ring_after_fork(void);
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries);
+/* A mapping of bufsel's that r no longer uses, unmapped later (retired). */
+void ring_retire(struct ring *r, void *addr, size_t len);
 int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
 /* Calls fn for every live ring, holding a reference. */
 /* Slot numbers, for references that must not hold the ring (the mover's

@@ -57,6 +57,13 @@ void complete_sync_cq_flags(struct ring *r);
  */
 unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target);
 void complete_wait_end(struct ring *r);
+/* A resize (resize.c), caller holding cq_lock: the CQEs the program has
+ * not consumed (after giving back the real slots of those it has), and
+ * their move into the new shadow ns, from_real and reserve being the new
+ * scratch's. */
+unsigned complete_resize_pending(struct ring *r);
+void complete_resize_move(struct ring *r, struct shadow *ns, uint8_t *from_real,
+			  struct io_uring_cqe *reserve);
 /* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 

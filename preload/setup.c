@@ -29,6 +29,7 @@
 #include "preload/stats.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
+#include "preload/setup.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
 #include "preload/valgrind.h"
@@ -55,12 +56,6 @@ static long setup_forward(const long a[6])
 	return fd;
 }
 
-/* bufsel's memory for the kernel's rings and SQEs (IORING_SETUP_NO_MMAP). */
-struct real_mem {
-	void *rings, *sqes;
-	size_t rings_len, sqes_len;
-};
-
 static size_t page_up(size_t n)
 {
 	return (n + 4095) & ~(size_t)4095;
@@ -75,11 +70,10 @@ static unsigned pow2_up(unsigned n)
 }
 
 /*
- * Sizes as the kernel computes them (io_uring_fill_params, rings_size), with
- * a page to spare for the rings' header.  Parameters the kernel would refuse
- * get no memory: the setup then goes the ordinary way and fails as natively.
+ * Sizes as the kernel computes them (io_uring_fill_params): 0, or -EINVAL
+ * for parameters it refuses.
  */
-static int real_mem_alloc(unsigned entries, const struct io_uring_params *p, struct real_mem *m)
+int setup_ring_sizes(unsigned entries, const struct io_uring_params *p, unsigned *sq_out, unsigned *cq_out)
 {
 	int clamp = p->flags & IORING_SETUP_CLAMP;
 	if (!entries || (entries > 32768 && !clamp))
@@ -92,20 +86,43 @@ static int real_mem_alloc(unsigned entries, const struct io_uring_params *p, str
 		if (cq < sq)
 			return -EINVAL;
 	}
+	*sq_out = sq;
+	*cq_out = cq;
+	return 0;
+}
+
+/* bufsel's memory for the kernel's rings of these sizes (rings_size, with a
+ * page to spare for the rings' header). */
+int real_mem_map(unsigned sq, unsigned cq, struct real_mem *m)
+{
 	m->rings_len = page_up(4096 + (size_t)cq * sizeof(struct io_uring_cqe) + (size_t)sq * sizeof(unsigned));
 	m->sqes_len = page_up((size_t)sq * sizeof(struct io_uring_sqe));
 	m->rings = sys_mmap(NULL, m->rings_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sys_is_err((long)m->rings))
-		return (int)(long)m->rings;
+	if (sys_is_err((long)m->rings)) {
+		int err = (int)(long)m->rings;
+		*m = (struct real_mem){0};
+		return err;
+	}
 	m->sqes = sys_mmap(NULL, m->sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sys_is_err((long)m->sqes)) {
+		int err = (int)(long)m->sqes;
 		sys_munmap(m->rings, m->rings_len);
-		return (int)(long)m->sqes;
+		*m = (struct real_mem){0};
+		return err;
 	}
 	return 0;
 }
 
-static void real_mem_free(struct real_mem *m)
+/* Parameters the kernel would refuse get no memory: the setup then goes the
+ * ordinary way and fails as natively. */
+static int real_mem_alloc(unsigned entries, const struct io_uring_params *p, struct real_mem *m)
+{
+	unsigned sq, cq;
+	int err = setup_ring_sizes(entries, p, &sq, &cq);
+	return err ? err : real_mem_map(sq, cq, m);
+}
+
+void real_mem_free(struct real_mem *m)
 {
 	if (m->rings)
 		sys_munmap(m->rings, m->rings_len);
@@ -143,7 +160,7 @@ static long setup_real(unsigned entries, struct io_uring_params *p, struct real_
 	return fd;
 }
 
-static void point_real(struct ring *r, const struct io_uring_params *p, char *s, char *c, void *sqes)
+void setup_point_real(struct ring *r, const struct io_uring_params *p, char *s, char *c, void *sqes)
 {
 	r->rsq_head = (void *)(s + p->sq_off.head);
 	r->rsq_tail = (void *)(s + p->sq_off.tail);
@@ -165,17 +182,17 @@ static void point_real(struct ring *r, const struct io_uring_params *p, char *s,
 }
 
 /* The ring's memory is bufsel's: the ring takes it over (freed at teardown). */
-static void adopt_real(struct ring *r, const struct io_uring_params *p, struct real_mem *m)
+void setup_adopt_real(struct ring *r, const struct io_uring_params *p, struct real_mem *m)
 {
 	r->real_sq_map = r->real_cq_map = m->rings;
 	r->real_sq_len = r->real_cq_len = m->rings_len;
 	r->real_sqes_map = m->sqes;
 	r->real_sqes_len = m->sqes_len;
-	point_real(r, p, m->rings, m->rings, m->sqes);
+	setup_point_real(r, p, m->rings, m->rings, m->sqes);
 	*m = (struct real_mem){0};
 }
 
-static int map_real(struct ring *r, const struct io_uring_params *p)
+int setup_map_real(struct ring *r, const struct io_uring_params *p)
 {
 	size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
 	size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
@@ -204,7 +221,7 @@ static int map_real(struct ring *r, const struct io_uring_params *p)
 		return (int)(long)sqes;
 	r->real_sqes_map = sqes;
 
-	point_real(r, p, sq, cq, sqes);
+	setup_point_real(r, p, sq, cq, sqes);
 	return 0;
 }
 
@@ -249,7 +266,7 @@ static long size_memfd(int fd, size_t len)
  * fd of bufsel's has to sit at a high number, which would make every walk of
  * the process's fd table (ring_alive's) as long as that number.
  */
-static int map_shadow(struct ring *r, const struct io_uring_params *p)
+int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct shadow *sh, int *mem_fd)
 {
 	struct shadow_layout lay;
 	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
@@ -257,7 +274,8 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	/* The kernel's TASKRUN bit, set from any context, is seen as it is
 	 * set: the program's flags word is the kernel's (ring.h, flags_shared).
 	 * Under valgrind the program's mappings come from the memfd alone. */
-	int share = (p->flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG)) ==
+	int share = share_flags &&
+		    (p->flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG)) ==
 			    (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG) &&
 		    p->sq_off.flags + sizeof(unsigned) <= 4096 && !valgrind_running();
 	if (share)
@@ -265,26 +283,26 @@ static int map_shadow(struct ring *r, const struct io_uring_params *p)
 	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-shadow-ring", MFD_CLOEXEC, 0);
 	if (mfd < 0)
 		return mfd;
+	*mem_fd = -1;
 	long err = size_memfd(mfd, lay.total_len);
 	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_POPULATE, mfd, 0);
 	if (!err && !sys_is_err((long)mem) && valgrind_running()) {
-		r->mem_fd = sys_dupfd_high(mfd);
-		if (r->mem_fd < 0)
-			err = r->mem_fd;
+		*mem_fd = sys_dupfd_high(mfd);
+		if (*mem_fd < 0)
+			err = *mem_fd;
 	}
 	sys_close(mfd);
-	if (err)
+	if (!err && sys_is_err((long)mem))
+		err = (long)mem;
+	if (err) {
+		if (mem && !sys_is_err((long)mem))
+			sys_munmap(mem, lay.total_len);
+		*mem_fd = -1;
 		return (int)err;
-	if (sys_is_err((long)mem))
-		return (int)(long)mem;
-	r->sh.sq_entries = p->sq_entries;
-	r->sh.cq_entries = p->cq_entries;
-	shadow_attach(&r->sh, &lay, mem);
-	if (share) {
-		r->sh.sq_flags = (_Atomic uint32_t *)r->rsq_flags;
-		r->flags_shared = 1;
 	}
+	*sh = (struct shadow){ .sq_entries = p->sq_entries, .cq_entries = p->cq_entries };
+	shadow_attach(sh, &lay, mem);
 	return 0;
 }
 
@@ -297,7 +315,7 @@ static long map_real_page(struct ring *r, long dest)
 {
 	size_t page = r->sh.lay.real_page;
 	long m;
-	if (!r->own_mem)
+	if (!r->real_own_mem)
 		m = (long)sys_mmap((void *)dest, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 				   r->priv_fd, IORING_OFF_SQ_RING);
 	else
@@ -389,9 +407,10 @@ long emu_setup(const long a[6])
 	r->features = p.features;
 	r->sq_idle_ms = p.sq_thread_idle;
 	int err = 0, own_mem = m.rings != NULL;
-	r->own_mem = own_mem;
+
 	if (own_mem) {
-		adopt_real(r, &p, &m);
+		r->real_own_mem = 1;
+		setup_adopt_real(r, &p, &m);
 		/* Told apart by its inode, the ring needs no fd of bufsel's. */
 		r->unpinned = ring_identify(r, (int)fd);
 		atomic_store(&r->real_fd, (int)fd);
@@ -399,9 +418,13 @@ long emu_setup(const long a[6])
 	if (!r->unpinned && (r->priv_fd = sys_dupfd_high((int)fd)) < 0)
 		err = r->priv_fd;
 	if (!err && !r->real_sq_map)
-		err = map_real(r, &p);
+		err = setup_map_real(r, &p);
 	if (!err)
-		err = map_shadow(r, &p);
+		err = setup_map_shadow(&p, 1, &r->sh, &r->mem_fd);
+	if (!err && r->sh.lay.real_page) {
+		r->sh.sq_flags = (_Atomic uint32_t *)r->rsq_flags;
+		r->flags_shared = 1;
+	}
 	if (!err)
 		err = ring_scratch_alloc(r, p.sq_entries, p.cq_entries);
 	if (err) {

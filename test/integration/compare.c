@@ -130,7 +130,7 @@
 	X(fault_close, 30, true, false) /* 5.6 lacks registered ring fds: 5.18 */ \
 	X(inline_close, 15, true, true)        \
 	X(fault_args, 20, true, false)         \
-	X(resize_rings, 10, true, true)        \
+	X(resize_rings, 10, true, false) /* 5.6 lacks DEFER_TASKRUN (6.1) and RESIZE_RINGS (6.13): compat_kernel_is_5_6 */ \
 	X(compat_kernel, 10, true, false)      \
 	X(compat_fields, 10, true, false) /* flags inside SQE fields newer than 5.6: compat_fields_is_5_6 */ \
 	X(sec_novm, 10, true, true)            \
@@ -536,34 +536,6 @@ Test(patch, register_check_ran_through_rewritten_sites, .timeout = 30)
 }
 
 /*
- * A resize the kernel accepts (6.13+, DEFER_TASKRUN) is refused under bufsel,
- * a documented difference (docs/buffer-selection.md): the program gets
- * -EINVAL, as from a kernel that cannot resize, a warning names the reason,
- * and the ring goes on working.  The resizes every kernel refuses are in the
- * table's native comparisons (resize_rings without an argument).
- */
-Test(known_difference, resize_rings_refused, .timeout = 30)
-{
-	const struct prog *p = find_prog("resize_rings");
-	run_prog_arg(&run_a, p, NATIVE, "defer");
-	expect_success(&run_a, "resize_rings defer");
-	cr_assert(strstr(run_a.out, "note resize on a DEFER_TASKRUN ring: 0\n") ||
-			  strstr(run_a.out, "note resize on a DEFER_TASKRUN ring: -22\n"),
-		  "native: %s", run_a.out);
-	run_prog_arg(&run_b, p, PRELOAD, "defer");
-	expect_success(&run_b, "resize_rings defer");
-	cr_assert(strstr(run_b.out, "note resize on a DEFER_TASKRUN ring: -22\n"
-				    "note after the refused resize:\n"
-				    "cqe ud=10 res=0 flags=0x0\n"
-				    "cqe ud=11 res=0 flags=0x0\n"
-				    "cqe ud=12 res=0 flags=0x0\n"),
-		  "under bufsel: %s", run_b.out);
-	cr_assert(strstr(run_b.err, "IORING_REGISTER_RESIZE_RINGS refused (-EINVAL)"), "%s", run_b.err);
-	free_run(&run_a);
-	free_run(&run_b);
-}
-
-/*
  * BUFSEL_KERNEL=5.6 is not compared with the running kernel: it must answer
  * as 5.6 does.  Each line is that kernel's rule: its feature bits (up to
  * CUR_PERSONALITY), its probe (nothing after EPOLL_CTL but what bufsel adds),
@@ -596,6 +568,7 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 			 "note register ENABLE_RINGS -22\n"
 			 "note register PBUF_RING -22\n"
 			 "note register 200 -22\n"
+			 "note register RESIZE_RINGS on a pipe -22\n"
 			 "note submit 3\n"
 			 "note submit the rest 1\n"
 			 "cqe ud=1 res=-22 flags=0x0\n"

@@ -87,6 +87,17 @@ int main(void)
 	br.bgid = 9;
 	note("register PBUF_RING %ld", reg(ring.ring_fd, IORING_REGISTER_PBUF_RING, &br, 1));
 	note("register 200 %ld", reg(ring.ring_fd, 200, NULL, 0));
+	/* RESIZE_RINGS (6.13): a kernel that knows it asks for a ring first
+	 * (a pipe is none: -EOPNOTSUPP); 5.6 refuses the opcode before that. */
+	int pfd[2];
+	struct io_uring_params rp;
+	memset(&rp, 0, sizeof(rp));
+	rp.sq_entries = 8;
+	if (pipe(pfd))
+		die("pipe");
+	note("register RESIZE_RINGS on a pipe %ld", reg(pfd[0], 33, &rp, 1));
+	close(pfd[0]);
+	close(pfd[1]);
 	free(bring);
 
 	/* An unknown opcode heading a chain fails it; an unknown flag fails its
