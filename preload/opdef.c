@@ -7,6 +7,11 @@
 #define OP_READ_MULTISHOT 49
 #define OP_LAST_KNOWN 64
 
+/* net.c's RECVMSG_FLAGS and SENDMSG_FLAGS (6.18): POLL_FIRST, MULTISHOT,
+ * BUNDLE; POLL_FIRST, BUNDLE, SEND_VECTORIZED. */
+#define RECV_SR_FLAGS (0x01 | 0x02 | 0x10)
+#define SEND_SR_FLAGS (0x01 | 0x10 | 0x20)
+
 static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_NOP] = { .name = "NOP" },
 	[IORING_OP_READV] = { .ioprio = 1, .rw = 1, .name = "READV", .select = SELECT_AT_ISSUE, .buf = BUF_IOVEC },
@@ -19,7 +24,7 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_SYNC_FILE_RANGE] = { .name = "SYNC_FILE_RANGE" },
 	[IORING_OP_SENDMSG] = { .ioprio = 1, .name = "SENDMSG" },
 	[IORING_OP_RECVMSG] = { .ioprio = 1, .name = "RECVMSG", .select = SELECT_WHEN_READABLE, .buf = BUF_MSGHDR,
-				.pollin = 1, .len_int = 1, .sock = 1 },
+				.pollin = 1, .len_int = 1, .sock = 1, .sr_flags = RECV_SR_FLAGS },
 	[IORING_OP_TIMEOUT] = { .name = "TIMEOUT" },
 	[IORING_OP_TIMEOUT_REMOVE] = { .name = "TIMEOUT_REMOVE" },
 	[IORING_OP_ACCEPT] = { .ioprio = 1, .name = "ACCEPT" },
@@ -37,9 +42,10 @@ static const struct opdef opdefs[OP_LAST_KNOWN] = {
 	[IORING_OP_MADVISE] = { .name = "MADVISE" },
 	/* 6.10+ sends from a selected buffer: bound at issue, like a read. */
 	[IORING_OP_SEND] = { .ioprio = 1, .name = "SEND", .select = SELECT_AT_ISSUE, .buf = BUF_ADDR_LEN,
-			     .len_int = 1, .sock = 1, .bundle = 1, .missing_enoent = 1 },
+			     .len_int = 1, .sock = 1, .bundle = 1, .missing_enoent = 1,
+			     .send_addr = 1, .sr_flags = SEND_SR_FLAGS },
 	[IORING_OP_RECV] = { .ioprio = 1, .name = "RECV", .select = SELECT_WHEN_READABLE, .buf = BUF_ADDR_LEN,
-			     .pollin = 1, .len_int = 1, .sock = 1, .null_putback = 1 },
+			     .pollin = 1, .len_int = 1, .sock = 1, .null_putback = 1, .sr_flags = RECV_SR_FLAGS },
 	[IORING_OP_OPENAT2] = { .name = "OPENAT2" },
 	[IORING_OP_EPOLL_CTL] = { .name = "EPOLL_CTL" },
 	[IORING_OP_SPLICE] = { .name = "SPLICE" },

@@ -49,6 +49,8 @@ struct opdef {
 	uint8_t bundle;		/* IORING_RECVSEND_BUNDLE selects buffer after buffer (SEND) */
 	uint8_t missing_enoent;	/* selects through io_buffers_select (6.18 SEND): a group
 				 * with no list is -ENOENT, not -ENOBUFS */
+	uint8_t send_addr;	/* SEND: addr2 is a destination address (io_send_setup) */
+	uint16_t sr_flags;	/* RECV, RECVMSG, SEND: the ioprio flags prep takes (else -EINVAL) */
 	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 };

@@ -392,6 +392,55 @@ static int fd_readable(int fd)
 	return sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
 }
 
+/* io_uring_sqe's bytes 44-47, where older headers lack the names: optlen
+ * (RECV/RECVMSG) or addr_len and __pad3[0] (SEND). */
+static uint32_t sqe_word44(const struct io_uring_sqe *sqe)
+{
+	uint32_t v;
+	memcpy(&v, (const char *)sqe + 44, sizeof(v));
+	return v;
+}
+
+#define SOCKADDR_STORAGE_SIZE 128u	/* sizeof(struct sockaddr_storage) */
+#define UIO_MAXIOV_KERNEL 1024u
+
+/*
+ * io_recvmsg_prep (RECV, RECVMSG) and io_sendmsg_prep with io_send_setup
+ * (SEND) up to the point where a buffer-select request stops preparing, in
+ * the kernel's order: the ioprio flags the opcode knows, the multishot and
+ * bundle rules, optlen, a SEND's destination address.  0 or the error.
+ */
+static int net_prep_check(const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (sqe->ioprio & ~def->sr_flags)
+		return -EINVAL;
+	uint32_t w44 = sqe_word44(sqe);
+	if (def->send_addr) {
+		if (w44 >> 16)			/* __pad3[0] */
+			return -EINVAL;
+		uint16_t addr_len = (uint16_t)w44;
+		if (sqe->addr2 && addr_len) {
+			char a[SOCKADDR_STORAGE_SIZE];
+			if (addr_len > sizeof(a))
+				return -EINVAL;
+			if (copy_from_prog(a, (const void *)(uintptr_t)sqe->addr2, addr_len))
+				return -EFAULT;
+		}
+		return 0;
+	}
+	if (sqe->ioprio & IORING_RECV_MULTISHOT) {
+		if (sqe->msg_flags & MSG_WAITALL)
+			return -EINVAL;
+		if (def->buf == BUF_MSGHDR && w44)
+			return -EINVAL;
+	} else if (w44) {
+		return -EINVAL;
+	}
+	if ((sqe->ioprio & IORING_RECVSEND_BUNDLE) && def->buf == BUF_MSGHDR)
+		return -EINVAL;
+	return 0;
+}
+
 /* The program's request as bufsel needs it: what it asks for, read the way
  * the kernel reads it at prep.  0, or the prep error. */
 static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def, uint32_t *want,
@@ -405,9 +454,11 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 		return -EINVAL;
 	if (def->len_int && (int32_t)sqe->len < 0)
 		return -EINVAL;
-	if (def->select == SELECT_WHEN_READABLE && (sqe->ioprio & IORING_RECV_MULTISHOT) &&
-	    (sqe->msg_flags & MSG_WAITALL))
-		return -EINVAL;
+	if (def->sr_flags) {
+		int res = net_prep_check(sqe, def);
+		if (res)
+			return res;
+	}
 	/* The kernel keeps an iovec's length in 32 bits: the rest is dropped,
 	 * not clamped. */
 	if (def->buf == BUF_IOVEC) {
@@ -419,8 +470,14 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 	} else if (def->buf == BUF_MSGHDR) {
 		if (copy_from_prog(msg, (const void *)(uintptr_t)sqe->addr, sizeof(*msg)))
 			return -EFAULT;
-		/* msg is NULL only for SELECT_AT_ISSUE opcodes, none of them BUF_MSGHDR (opdef.c). */
-		if (msg->msg_iovlen > 1) // NOLINT(clang-analyzer-core.NullDereference)
+		/* __copy_msghdr: a negative name length (with a name), then an
+		 * iovec count past UIO_MAXIOV; then io_msg_copy_hdr's one iovec. */
+		// NOLINTNEXTLINE(clang-analyzer-core.NullDereference): msg is NULL only for opcodes without a msghdr (opdef.c)
+		if (msg->msg_name && (int)msg->msg_namelen < 0)
+			return -EINVAL;
+		if (msg->msg_iovlen > UIO_MAXIOV_KERNEL)
+			return -EMSGSIZE;
+		if (msg->msg_iovlen > 1)
 			return -EINVAL;
 		*want = 0;
 		if (msg->msg_iovlen == 1) {
@@ -1031,9 +1088,74 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 		return emulated_prep(sqe, def->emulated);
 	if ((res = select_prep_check(r, sqe, def)))
 		return res;
+	if (def->select == SELECT_INVALID)
+		return -EINVAL;
 	uint32_t want;
 	struct msghdr msg;
-	return read_request(sqe, def, &want, &msg);
+	if ((res = read_request(sqe, def, &want, &msg)))
+		return res;
+	/* io_read_mshot_prep: a multishot read takes its lengths from the buffers. */
+	if (def->mshot_no_len && (sqe->len || (def->mshot_no_len == 2 && sqe->addr)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Is the SQE's group one of the kernel's own (a registered buffer ring)? */
+static int kernel_group(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	spin_lock(&r->pool_lock);
+	int ring_group = pool_is_ring(r->pool, sqe->buf_group);
+	spin_unlock(&r->pool_lock);
+	return ring_group;
+}
+
+/* Does bufsel act on this SQE (emulate it, or select its buffer)? */
+static int emulated_here(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (def->emulated)
+		return 1;
+	return (sqe->flags & IOSQE_BUFFER_SELECT) && def->select != SELECT_REFUSED &&
+	       def->select != SELECT_NEWER_KERNEL && !ring_pool(r) && !kernel_group(r, sqe);
+}
+
+/*
+ * The error the kernel gives the SQE at submission, for a look ahead along a
+ * chain: io_init_req's generic checks for any opcode, the whole prep for an
+ * SQE bufsel acts on.  0 where bufsel cannot tell.
+ */
+static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	const struct opdef *def = opdef_get(sqe->opcode);
+	if (!opdef_known(sqe->opcode))
+		return -EINVAL;
+	int res = init_check(r, sqe);
+	if (res)
+		return res;
+	if ((sqe->flags & IOSQE_BUFFER_SELECT) && def->select == SELECT_REFUSED)
+		return -EOPNOTSUPP;
+	if (sqe->ioprio && !def->ioprio)
+		return -EINVAL;
+	if ((res = personality_check(r, sqe->personality)))
+		return res;
+	if (!emulated_here(r, sqe, def))
+		return 0;
+	return prep_check(r, sqe, def);
+}
+
+/*
+ * A member of a chain that fails at submission: the kernel runs none of it.
+ * An SQE bufsel acts on becomes the stand-in that fails there with its own
+ * error, or, if it passes, a NOP under its user_data, which the failed chain
+ * cancels; the kernel's own SQEs go as they are.
+ */
+static void rewrite_fail_member(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	const struct opdef *def = opdef_get(sqe->opcode);
+	u->kind = UNDO_NONE;
+	if (!emulated_here(r, sqe, def))
+		return;
+	if (!reject_at_submission(r, sqe, prep_check(r, sqe, def), u))
+		standin_ok(sqe);
 }
 
 /* Cancels one of bufsel's requests now: 1 if the kernel found it. */
@@ -1253,5 +1375,7 @@ const struct ring_hooks rewrite_hooks = {
 	.complete = rewrite_complete_cqe,
 	.barrier = rewrite_barrier,
 	.probe = rewrite_probe,
+	.submit_error = rewrite_submit_error,
+	.fail_member = rewrite_fail_member,
 	.followup = rewrite_followup,
 };

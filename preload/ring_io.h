@@ -16,6 +16,7 @@ struct place_state {
 	unsigned copied;	/* real slots filled */
 	int linked;		/* the SQE before had IO_LINK or IO_HARDLINK */
 	void *capture;		/* a request taking the rest of the current chain */
+	int chain_fails;	/* the current chain fails at submission (submit_prepare) */
 };
 
 struct submit_batch {
