@@ -188,6 +188,31 @@ void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long
 	spin_unlock(&r->sq_lock);
 }
 
+void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsigned nr_args)
+{
+	unsigned nr = 0;
+	if (opcode == IORING_REGISTER_FILES) {
+		nr = nr_args;
+	} else if (opcode == IORING_REGISTER_FILES2) {
+		struct io_uring_rsrc_register rr;
+		if (copy_from_prog(&rr, arg, sizeof(rr)))
+			return;
+		nr = rr.nr;
+	}
+	spin_lock(&r->sq_lock);
+	r->files_nr = nr;
+	spin_unlock(&r->sq_lock);
+}
+
+/* A descriptor the kernel cannot resolve: a plain fd that is not open, or a
+ * fixed-file index past the ring's table (io_file_get_fixed: -EBADF). */
+static int bad_file(const struct ring *r, const struct io_uring_sqe *sqe)
+{
+	if (sqe->flags & IOSQE_FIXED_FILE)
+		return (unsigned)sqe->fd >= r->files_nr;
+	return sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) < 0;
+}
+
 /* io_init_req: a personality the ring does not have is -EINVAL. */
 static int personality_check(const struct ring *r, uint16_t id)
 {
@@ -331,15 +356,21 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 
 /*
  * The kernel fails a bad plain fd before it selects a buffer: such an SQE
- * goes to the kernel without IOSQE_BUFFER_SELECT and fails there, taking
- * no buffer.  Returns 1 if that is what happened to sqe.
+ * goes to the kernel without IOSQE_BUFFER_SELECT and fails there, at issue,
+ * taking no buffer.  Its prep is done (read_request): what goes is an SQE of
+ * the same kind on the same fd that the kernel's prep cannot fail (no
+ * buffer, no msghdr, no iovec to import), so the fd decides, as natively.
+ * Returns 1 if that is what happened to sqe.
  */
-static int left_to_kernel_bad_fd(struct io_uring_sqe *sqe)
+static int left_to_kernel_bad_fd(const struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def)
 {
-	if ((sqe->flags & IOSQE_FIXED_FILE) || sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) >= 0)
+	if (!bad_file(r, sqe))
 		return 0;
-	sqe->flags &= ~IOSQE_BUFFER_SELECT;
-	sqe->buf_index = 0;
+	uint8_t opcode = def->buf == BUF_IOVEC ? IORING_OP_READ
+			 : def->buf == BUF_MSGHDR ? IORING_OP_RECV : sqe->opcode;
+	int32_t fd = sqe->fd;
+	clear_sqe(sqe, opcode, sqe->user_data);
+	sqe->fd = fd;
 	return 1;
 }
 
@@ -380,9 +411,9 @@ static int polling_without_waiting(const struct io_uring_sqe *sqe)
 
 /* A bad plain fd, for requests the kernel cannot be handed without
  * IOSQE_BUFFER_SELECT (a multishot one fails prep without it). */
-static int bad_fd(const struct io_uring_sqe *sqe)
+static int bad_fd(const struct ring *r, const struct io_uring_sqe *sqe)
 {
-	return !(sqe->flags & IOSQE_FIXED_FILE) && sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) < 0;
+	return bad_file(r, sqe);
 }
 
 /* Has a socket data (or an end) for a receive now? */
@@ -673,7 +704,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (left_to_kernel_bad_fd(sqe))
+	if (left_to_kernel_bad_fd(r, sqe, def))
 		return NULL;
 	if (!polls_first(sqe) && not_a_socket(sqe, def)) {
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
@@ -869,7 +900,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (bad_fd(sqe))
+	if (bad_fd(r, sqe))
 		res = -EBADF;
 	else if (!polls_first(sqe) && not_a_socket(sqe, def))
 		res = -ENOTSOCK;
@@ -1016,7 +1047,7 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return;
 	}
-	if (left_to_kernel_bad_fd(sqe))
+	if (left_to_kernel_bad_fd(r, sqe, def))
 		return;
 	if (not_a_socket(sqe, def))
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
@@ -1037,7 +1068,7 @@ static struct req *select_issue(struct ring *r, struct io_uring_sqe *sqe, const 
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return NULL;
 	}
-	if (bad_fd(sqe))
+	if (bad_fd(r, sqe))
 		res = -EBADF;
 	else if (not_a_socket(sqe, def))
 		res = -ENOTSOCK;

@@ -101,6 +101,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * SQE's as io_init_req does); past the table's size, all are taken. */
 	uint16_t personality[32];
 	uint8_t npersonality, personality_overflow;
+	/* Slots in the ring's registered file table (rewrite_note_files). */
+	unsigned files_nr;
 	unsigned sq_head;	/* the shadow SQ head as bufsel keeps it: the kernel keeps
 				 * its own and never reads the program-visible one back
 				 * (submit.c; under sq_lock) */

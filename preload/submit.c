@@ -132,6 +132,25 @@ static unsigned chain_ahead(struct ring *r, unsigned head, unsigned i, unsigned 
 	return k;
 }
 
+/*
+ * A probe behind the SQEs placed so far is taken only if the kernel went
+ * through all of them.  Not behind an open chain (the probe would join it),
+ * nor without a real slot for it.  1 if placed.
+ */
+static int place_probe(struct ring *r, struct submit_batch *b, unsigned rspace)
+{
+	unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
+	if (!r->hooks || !b->st.copied || b->st.copied >= rspace || b->st.capture ||
+	    (r->rsqes[(slot - 1) & r->rsq_mask].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)) ||
+	    r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied]))
+		return 0;
+	real_slot_publish(r, slot);
+	b->st.copied++;
+	if (r->prog_end)
+		r->prog_end[b->st.copied - 1] = b->prog;
+	return 1;
+}
+
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 {
 	struct io_uring_sqe ahead[CHAIN_AHEAD];
@@ -152,12 +171,16 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	unsigned n = sqpoll || to_submit > avail ? avail : to_submit;
 
 	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail,
-				    .empty = !n };
+				    .empty = !n, .n = n };
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = sq_index(s, head, i);
 		if (idx >= s->sq_entries) {
 			b->dropped = 1;
+			/* The kernel consumes the invalid entry only if it gets
+			 * there: not if it stops at an SQE before it that fails
+			 * at submission. */
+			b->probed = place_probe(r, b, rspace);
 			break;
 		}
 		if (b->st.copied == rspace && !b->st.capture)
@@ -179,16 +202,8 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 		if (placed < 0) {
 			b->barrier = 1;
 			/* The kernel stops after an SQE that fails at submission,
-			 * and then so must bufsel: a probe behind this part is
-			 * taken only if the kernel went through all of it. */
-			unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
-			if (b->st.copied < rspace &&
-			    !r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied])) {
-				real_slot_publish(r, slot);
-				b->st.copied++;
-				if (r->prog_end)
-					r->prog_end[b->st.copied - 1] = b->prog;
-			}
+			 * and then so must bufsel. */
+			place_probe(r, b, rspace);
 			break;
 		}
 		b->prog++;
@@ -221,7 +236,7 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 			r->hooks->undo(r, &r->undo[i]);
 	unsigned consumed = taken && r->prog_end ? r->prog_end[taken - 1] : taken;
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
-	if (b->dropped && taken == b->copied && kret >= 0) {
+	if (b->dropped && taken == b->copied && (kret >= 0 || b->probed)) {
 		atomic_fetch_add(s->sq_dropped, 1);
 		sq_head_set(r, b->sh_head + consumed + 1);
 		return consumed;
