@@ -284,16 +284,24 @@ static struct pool_remove remove_args(const struct io_uring_sqe *sqe)
 
 /* What the kernel checks of PROVIDE/REMOVE_BUFFERS at submission, after
  * io_init_req's generic checks: 0 or the error. */
-static int emulated_prep(const struct io_uring_sqe *sqe, enum opdef_emulated kind)
+static int emulated_prep(const struct ring *r, const struct io_uring_sqe *sqe,
+			 enum opdef_emulated kind)
 {
+	/* io_init_req: neither opcode takes a buffer or an ioprio; then the
+	 * personality, all before the opcode's own prep. */
 	if (sqe->flags & IOSQE_BUFFER_SELECT)
 		return -EOPNOTSUPP;
+	if (sqe->ioprio)
+		return -EINVAL;
+	int res = personality_check(r, sqe->personality);
+	if (res)
+		return res;
 	if (kind == EMU_PROVIDE_BUFFERS) {
 		struct pool_provide p = provide_args(sqe);
 		return pool_provide_prep(&p);
 	}
 	struct pool_remove p = remove_args(sqe);
-	return sqe->ioprio ? -EINVAL : pool_remove_prep(&p);
+	return pool_remove_prep(&p);
 }
 
 /*
@@ -317,7 +325,7 @@ static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rew
 {
 	struct pool_provide p = provide_args(sqe);
 	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(sqe, EMU_PROVIDE_BUFFERS), u))
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_PROVIDE_BUFFERS), u))
 		return;
 	spin_lock(&r->pool_lock);
 	struct pool_group_stats before, after;
@@ -341,7 +349,7 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 {
 	struct pool_remove p = remove_args(sqe);
 	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(sqe, EMU_REMOVE_BUFFERS), u))
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
 		return;
 	spin_lock(&r->pool_lock);
 	res = pool_remove(r->pool, &p);
@@ -1116,7 +1124,7 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 	if (res)
 		return res;
 	if (def->emulated)
-		return emulated_prep(sqe, def->emulated);
+		return emulated_prep(r, sqe, def->emulated);
 	if ((res = select_prep_check(r, sqe, def)))
 		return res;
 	if (def->select == SELECT_INVALID)
