@@ -234,6 +234,30 @@ static uint64_t sqe_attr_type_mask(const struct io_uring_sqe *sqe)
 	return mask;
 }
 
+/* struct io_uring_attr_pi (6.15), which older headers lack. */
+struct attr_pi {
+	uint16_t flags, app_tag;
+	uint32_t len;
+	uint64_t addr, seed, rsvd;
+};
+
+#define MAX_RW_COUNT_KERNEL (INT_MAX & ~4095u)
+
+/* io_prep_rw_pi: the attribute at sqe->attr_ptr (addr3) is read, its
+ * reserved word must be 0, and its buffer must be user memory. */
+static int pi_attr_check(const struct io_uring_sqe *sqe)
+{
+	struct attr_pi pi;
+	if (copy_from_prog(&pi, (const void *)(uintptr_t)sqe->addr3, sizeof(pi)))
+		return -EFAULT;
+	if (pi.rsvd)
+		return -EINVAL;
+	uint64_t len = pi.len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : pi.len, end;
+	if (__builtin_add_overflow(pi.addr, len, &end) || end > POOL_USER_END)
+		return -EFAULT;
+	return 0;
+}
+
 /*
  * What the kernel rejects before a buffer-select SQE selects anything, past
  * init_check: io_init_req's opcode, BUFFER_SELECT and ioprio rules, in its
@@ -259,6 +283,8 @@ static int select_prep_check(const struct ring *r, const struct io_uring_sqe *sq
 		uint64_t mask = sqe_attr_type_mask(sqe);
 		if (mask && mask != RW_ATTR_FLAG_PI)
 			return -EINVAL;
+		if (mask)
+			return pi_attr_check(sqe);
 	}
 	return 0;
 }

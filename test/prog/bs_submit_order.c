@@ -11,6 +11,8 @@
  * - A buffer-select READ on a closed fd with a garbage address fails on the
  *   fd at issue (-EBADF), not on the address; a fixed-file index past the
  *   ring's table is -EBADF before a buffer is selected, and takes none.
+ * - io_prep_rw reads a PI attribute at prep (-EFAULT at NULL); io_init_req
+ *   checks the personality before PROVIDE_BUFFERS' own prep.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -116,6 +118,23 @@ int main(void)
 	run_one(&ring, prep_recv_sel(&ring, sv[0], 0, 0, 2, 16), 16, &g);
 	write_all(sv[1], "again", 5);
 	run_one(&ring, prep_recv_sel(&ring, sv[0], 0, 0, 2, 17), 17, &g);
+
+	note("buffer-select READ with a PI attribute at NULL, then a NOP: -EFAULT at prep stops the batch");
+	sqe = prep_read_sel(&ring, p[0], 0, 2, 0, 18);
+	uint64_t pi = 1;	/* attr_type_mask = IORING_RW_ATTR_FLAG_PI, attr_ptr (addr3) = NULL */
+	memcpy((char *)sqe + 56, &pi, sizeof(pi));
+	nop(19);
+	show_submit("pi");
+	reap_show(&ring, 1, NULL);
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+
+	note("PROVIDE_BUFFERS with an unregistered personality and a huge count: the personality first");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 3, 0, 1);
+	sqe->fd = 1 << 30;
+	sqe->personality = 77;
+	run_one(&ring, sqe, 20, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
