@@ -234,26 +234,22 @@ static uint64_t sqe_attr_type_mask(const struct io_uring_sqe *sqe)
 	return mask;
 }
 
-/* struct io_uring_attr_pi (6.15), which older headers lack. */
-struct attr_pi {
-	uint16_t flags, app_tag;
-	uint32_t len;
-	uint64_t addr, seed, rsvd;
-};
-
 #define MAX_RW_COUNT_KERNEL (INT_MAX & ~4095u)
 
 /* io_prep_rw_pi: the attribute at sqe->attr_ptr (addr3) is read, its
- * reserved word must be 0, and its buffer must be user memory. */
+ * reserved word must be 0, and its buffer must be user memory.  struct
+ * io_uring_attr_pi (6.15, which older headers lack), as four words: flags,
+ * app_tag and len; addr; seed; rsvd. */
 static int pi_attr_check(const struct io_uring_sqe *sqe)
 {
-	struct attr_pi pi;
-	if (copy_from_prog(&pi, (const void *)(uintptr_t)sqe->addr3, sizeof(pi)))
+	uint64_t pi[4];
+	if (copy_from_prog(pi, (const void *)(uintptr_t)sqe->addr3, sizeof(pi)))
 		return -EFAULT;
-	if (pi.rsvd)
+	if (pi[3])
 		return -EINVAL;
-	uint64_t len = pi.len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : pi.len, end;
-	if (__builtin_add_overflow(pi.addr, len, &end) || end > POOL_USER_END)
+	uint32_t plen = (uint32_t)(pi[0] >> 32);
+	uint64_t len = plen > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : plen, end;
+	if (__builtin_add_overflow(pi[1], len, &end) || end > POOL_USER_END)
 		return -EFAULT;
 	return 0;
 }
