@@ -561,6 +561,10 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		       const struct opdef *def, uint32_t want, const struct msghdr *msg)
 {
+	/* io_buffers_select (6.18 SEND) hands a legacy buffer out whole:
+	 * sqe->len caps only ring-mapped buffers. */
+	if (def->missing_enoent)
+		want = 0;
 	uint32_t len = want && want < q->buf.len ? want : q->buf.len;
 	q->want = len;
 	q->flags |= (sqe->flags & IOSQE_FIXED_FILE ? REQ_FIXED_FILE : 0) |

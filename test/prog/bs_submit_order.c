@@ -13,6 +13,7 @@
  *   ring's table is -EBADF before a buffer is selected, and takes none.
  * - io_prep_rw reads a PI attribute at prep (-EFAULT at NULL); io_init_req
  *   checks the personality before PROVIDE_BUFFERS' own prep.
+ * - A SEND takes a legacy buffer whole (io_buffers_select): len caps nothing.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -135,6 +136,18 @@ int main(void)
 	sqe->fd = 1 << 30;
 	sqe->personality = 77;
 	run_one(&ring, sqe, 20, NULL);
+
+	note("SEND of len 1 from a selected 16-byte legacy buffer: the whole buffer goes");
+	provide(&ring, &g, 4, 2, 1, 21);
+	memcpy(arena_buf(&g, 2), "0123456789abcdef", 16);
+	sqe = get_sqe(&ring);
+	io_uring_prep_send(sqe, sv[1], NULL, 1, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 4;
+	run_one(&ring, sqe, 22, NULL);
+	char got[32];
+	ssize_t n = read(sv[0], got, sizeof(got));
+	note("received %zd bytes", n);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
