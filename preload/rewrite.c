@@ -1203,7 +1203,8 @@ static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
 	if ((res = personality_check(r, sqe->personality)))
 		return res;
 	if (!emulated_here(r, sqe, def))
-		return 0;
+		return def->kernel_prep && !(sqe->flags & IOSQE_BUFFER_SELECT)
+			       ? def->kernel_prep(sqe, r->setup_flags) : 0;
 	return prep_check(r, sqe, def);
 }
 

@@ -5,7 +5,8 @@
  *   looked at (-EINVAL, not -ENOTSOCK), and such an SQE stops the batch;
  *   io_send_setup checks a SEND's destination address length.
  * - A chain a member of which fails at prep fails whole at submission: its
- *   PROVIDE_BUFFERS head never runs (-ECANCELED, the group stays empty).
+ *   PROVIDE_BUFFERS head never runs (-ECANCELED, the group stays empty),
+ *   also when the failing member is one the kernel runs (ASYNC_CANCEL).
  * - An invalid SQ array index behind an SQE that stops the batch is not
  *   consumed (the kernel never gets there).
  * - A buffer-select READ on a closed fd with a garbage address fails on the
@@ -136,6 +137,21 @@ int main(void)
 	sqe->fd = 1 << 30;
 	sqe->personality = 77;
 	run_one(&ring, sqe, 20, NULL);
+
+	note("PROVIDE_BUFFERS linked to an ASYNC_CANCEL with a flag the kernel lacks, then a NOP");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 5, 0, 1);
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 23;
+	sqe = get_sqe(&ring);
+	io_uring_prep_cancel64(sqe, 0x1234, 0x80);
+	sqe->user_data = 24;
+	nop(25);
+	show_submit("cancel chain");
+	reap_show_sorted(&ring, 2, NULL);
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 5, 0, 26), 26, NULL);
 
 	note("SEND of len 1 from a selected 16-byte legacy buffer: the whole buffer goes");
 	provide(&ring, &g, 4, 2, 1, 21);
