@@ -67,6 +67,9 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 		return real_enter(r, to_submit, 0, flags & ENTER_SUBMIT_FLAGS, NULL, 0);
 	}
 	long total = 0;
+	/* One enter takes at most what the SQ held when it began
+	 * (io_sqring_entries), however many parts bufsel splits it in. */
+	unsigned n = b.n;
 	for (;;) {
 		ret = b.copied ? real_enter(r, b.copied, 0, 0, NULL, 0) : 0;
 		total += submit_finish(r, &b, ret);
@@ -74,7 +77,7 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 		 * batch: go on with the rest, as one enter does natively. */
 		if (!b.barrier || ret != (long)b.copied)
 			break;
-		submit_prepare(r, to_submit - (unsigned)total, &b);
+		submit_prepare(r, n - (unsigned)total, &b);
 	}
 	spin_unlock(&r->sq_lock);
 	if (total)

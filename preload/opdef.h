@@ -7,6 +7,7 @@
 #define BUFSEL_PRELOAD_OPDEF_H
 
 #include <stdint.h>
+#include <linux/io_uring.h>
 
 /* How bufsel treats IOSQE_BUFFER_SELECT on a legacy group for this opcode. */
 enum opdef_select {
@@ -49,7 +50,13 @@ struct opdef {
 	uint8_t bundle;		/* IORING_RECVSEND_BUNDLE selects buffer after buffer (SEND) */
 	uint8_t missing_enoent;	/* selects through io_buffers_select (6.18 SEND): a group
 				 * with no list is -ENOENT, not -ENOBUFS */
-	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
+	uint8_t send_addr;	/* SEND: addr2 is a destination address (io_send_setup) */
+	uint16_t sr_flags;	/* RECV, RECVMSG, SEND: the ioprio flags prep takes (else -EINVAL) */
+	uint8_t null_putback;
+	/* The opcode's own prep checks, for opcodes the kernel runs (so that a
+	 * chain bufsel looks along fails as the kernel will): 0 or the error.
+	 * NULL where bufsel does not model them. */
+	int (*kernel_prep)(const struct io_uring_sqe *sqe, unsigned setup_flags);	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 };
 

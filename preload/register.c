@@ -185,6 +185,17 @@ long emu_register(const long a[6])
 			ring_put(pr);
 		}
 	}
+	if (shadowed && !ret &&
+	    (opcode == IORING_REGISTER_FILES || opcode == IORING_REGISTER_FILES2 ||
+	     opcode == IORING_UNREGISTER_FILES)) {
+		struct ring *fr = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
+					  ? ring_get_registered((unsigned)a[0])
+					  : ring_get((int)a[0]);
+		if (fr) {
+			rewrite_note_files(fr, opcode, (const void *)a[2], (unsigned)a[3]);
+			ring_put(fr);
+		}
+	}
 	if (opcode == IORING_REGISTER_RING_FDS || opcode == IORING_UNREGISTER_RING_FDS)
 		learn_ring_fds(opcode, (const void *)a[2], (unsigned)a[3], ret);
 	if (opcode == IORING_REGISTER_PROBE && !ret)

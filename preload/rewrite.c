@@ -188,6 +188,31 @@ void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long
 	spin_unlock(&r->sq_lock);
 }
 
+void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsigned nr_args)
+{
+	unsigned nr = 0;
+	if (opcode == IORING_REGISTER_FILES) {
+		nr = nr_args;
+	} else if (opcode == IORING_REGISTER_FILES2) {
+		struct io_uring_rsrc_register rr;
+		if (copy_from_prog(&rr, arg, sizeof(rr)))
+			return;
+		nr = rr.nr;
+	}
+	spin_lock(&r->sq_lock);
+	r->files_nr = nr;
+	spin_unlock(&r->sq_lock);
+}
+
+/* A descriptor the kernel cannot resolve: a plain fd that is not open, or a
+ * fixed-file index past the ring's table (io_file_get_fixed: -EBADF). */
+static int bad_file(const struct ring *r, const struct io_uring_sqe *sqe)
+{
+	if (sqe->flags & IOSQE_FIXED_FILE)
+		return (unsigned)sqe->fd >= r->files_nr;
+	return sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) < 0;
+}
+
 /* io_init_req: a personality the ring does not have is -EINVAL. */
 static int personality_check(const struct ring *r, uint16_t id)
 {
@@ -207,6 +232,26 @@ static uint64_t sqe_attr_type_mask(const struct io_uring_sqe *sqe)
 	uint64_t mask;
 	memcpy(&mask, (const char *)sqe + 56, sizeof(mask));
 	return mask;
+}
+
+#define MAX_RW_COUNT_KERNEL (INT_MAX & ~4095u)
+
+/* io_prep_rw_pi: the attribute at sqe->attr_ptr (addr3) is read, its
+ * reserved word must be 0, and its buffer must be user memory.  struct
+ * io_uring_attr_pi (6.15, which older headers lack), as four words: flags,
+ * app_tag and len; addr; seed; rsvd. */
+static int pi_attr_check(const struct io_uring_sqe *sqe)
+{
+	uint64_t pi[4];
+	if (copy_from_prog(pi, (const void *)(uintptr_t)sqe->addr3, sizeof(pi)))
+		return -EFAULT;
+	if (pi[3])
+		return -EINVAL;
+	uint32_t plen = (uint32_t)(pi[0] >> 32);
+	uint64_t len = plen > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : plen, end;
+	if (__builtin_add_overflow(pi[1], len, &end) || end > POOL_USER_END)
+		return -EFAULT;
+	return 0;
 }
 
 /*
@@ -234,6 +279,8 @@ static int select_prep_check(const struct ring *r, const struct io_uring_sqe *sq
 		uint64_t mask = sqe_attr_type_mask(sqe);
 		if (mask && mask != RW_ATTR_FLAG_PI)
 			return -EINVAL;
+		if (mask)
+			return pi_attr_check(sqe);
 	}
 	return 0;
 }
@@ -259,16 +306,24 @@ static struct pool_remove remove_args(const struct io_uring_sqe *sqe)
 
 /* What the kernel checks of PROVIDE/REMOVE_BUFFERS at submission, after
  * io_init_req's generic checks: 0 or the error. */
-static int emulated_prep(const struct io_uring_sqe *sqe, enum opdef_emulated kind)
+static int emulated_prep(const struct ring *r, const struct io_uring_sqe *sqe,
+			 enum opdef_emulated kind)
 {
+	/* io_init_req: neither opcode takes a buffer or an ioprio; then the
+	 * personality, all before the opcode's own prep. */
 	if (sqe->flags & IOSQE_BUFFER_SELECT)
 		return -EOPNOTSUPP;
+	if (sqe->ioprio)
+		return -EINVAL;
+	int res = personality_check(r, sqe->personality);
+	if (res)
+		return res;
 	if (kind == EMU_PROVIDE_BUFFERS) {
 		struct pool_provide p = provide_args(sqe);
 		return pool_provide_prep(&p);
 	}
 	struct pool_remove p = remove_args(sqe);
-	return sqe->ioprio ? -EINVAL : pool_remove_prep(&p);
+	return pool_remove_prep(&p);
 }
 
 /*
@@ -292,7 +347,7 @@ static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rew
 {
 	struct pool_provide p = provide_args(sqe);
 	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(sqe, EMU_PROVIDE_BUFFERS), u))
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_PROVIDE_BUFFERS), u))
 		return;
 	spin_lock(&r->pool_lock);
 	struct pool_group_stats before, after;
@@ -316,7 +371,7 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 {
 	struct pool_remove p = remove_args(sqe);
 	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(sqe, EMU_REMOVE_BUFFERS), u))
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
 		return;
 	spin_lock(&r->pool_lock);
 	res = pool_remove(r->pool, &p);
@@ -331,15 +386,21 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 
 /*
  * The kernel fails a bad plain fd before it selects a buffer: such an SQE
- * goes to the kernel without IOSQE_BUFFER_SELECT and fails there, taking
- * no buffer.  Returns 1 if that is what happened to sqe.
+ * goes to the kernel without IOSQE_BUFFER_SELECT and fails there, at issue,
+ * taking no buffer.  Its prep is done (read_request): what goes is an SQE of
+ * the same kind on the same fd that the kernel's prep cannot fail (no
+ * buffer, no msghdr, no iovec to import), so the fd decides, as natively.
+ * Returns 1 if that is what happened to sqe.
  */
-static int left_to_kernel_bad_fd(struct io_uring_sqe *sqe)
+static int left_to_kernel_bad_fd(const struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def)
 {
-	if ((sqe->flags & IOSQE_FIXED_FILE) || sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) >= 0)
+	if (!bad_file(r, sqe))
 		return 0;
-	sqe->flags &= ~IOSQE_BUFFER_SELECT;
-	sqe->buf_index = 0;
+	uint8_t opcode = def->buf == BUF_IOVEC ? IORING_OP_READ
+			 : def->buf == BUF_MSGHDR ? IORING_OP_RECV : sqe->opcode;
+	int32_t fd = sqe->fd;
+	clear_sqe(sqe, opcode, sqe->user_data);
+	sqe->fd = fd;
 	return 1;
 }
 
@@ -380,9 +441,9 @@ static int polling_without_waiting(const struct io_uring_sqe *sqe)
 
 /* A bad plain fd, for requests the kernel cannot be handed without
  * IOSQE_BUFFER_SELECT (a multishot one fails prep without it). */
-static int bad_fd(const struct io_uring_sqe *sqe)
+static int bad_fd(const struct ring *r, const struct io_uring_sqe *sqe)
 {
-	return !(sqe->flags & IOSQE_FIXED_FILE) && sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) < 0;
+	return bad_file(r, sqe);
 }
 
 /* Has a socket data (or an end) for a receive now? */
@@ -390,6 +451,55 @@ static int fd_readable(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
 	return sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
+}
+
+/* io_uring_sqe's bytes 44-47, where older headers lack the names: optlen
+ * (RECV/RECVMSG) or addr_len and __pad3[0] (SEND). */
+static uint32_t sqe_word44(const struct io_uring_sqe *sqe)
+{
+	uint32_t v;
+	memcpy(&v, (const char *)sqe + 44, sizeof(v));
+	return v;
+}
+
+#define SOCKADDR_STORAGE_SIZE 128u	/* sizeof(struct sockaddr_storage) */
+#define UIO_MAXIOV_KERNEL 1024u
+
+/*
+ * io_recvmsg_prep (RECV, RECVMSG) and io_sendmsg_prep with io_send_setup
+ * (SEND) up to the point where a buffer-select request stops preparing, in
+ * the kernel's order: the ioprio flags the opcode knows, the multishot and
+ * bundle rules, optlen, a SEND's destination address.  0 or the error.
+ */
+static int net_prep_check(const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (sqe->ioprio & ~def->sr_flags)
+		return -EINVAL;
+	uint32_t w44 = sqe_word44(sqe);
+	if (def->send_addr) {
+		if (w44 >> 16)			/* __pad3[0] */
+			return -EINVAL;
+		uint16_t addr_len = (uint16_t)w44;
+		if (sqe->addr2 && addr_len) {
+			char a[SOCKADDR_STORAGE_SIZE];
+			if (addr_len > sizeof(a))
+				return -EINVAL;
+			if (copy_from_prog(a, (const void *)(uintptr_t)sqe->addr2, addr_len))
+				return -EFAULT;
+		}
+		return 0;
+	}
+	if (sqe->ioprio & IORING_RECV_MULTISHOT) {
+		if (sqe->msg_flags & MSG_WAITALL)
+			return -EINVAL;
+		if (def->buf == BUF_MSGHDR && w44)
+			return -EINVAL;
+	} else if (w44) {
+		return -EINVAL;
+	}
+	if ((sqe->ioprio & IORING_RECVSEND_BUNDLE) && def->buf == BUF_MSGHDR)
+		return -EINVAL;
+	return 0;
 }
 
 /* The program's request as bufsel needs it: what it asks for, read the way
@@ -405,9 +515,11 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 		return -EINVAL;
 	if (def->len_int && (int32_t)sqe->len < 0)
 		return -EINVAL;
-	if (def->select == SELECT_WHEN_READABLE && (sqe->ioprio & IORING_RECV_MULTISHOT) &&
-	    (sqe->msg_flags & MSG_WAITALL))
-		return -EINVAL;
+	if (def->sr_flags) {
+		int res = net_prep_check(sqe, def);
+		if (res)
+			return res;
+	}
 	/* The kernel keeps an iovec's length in 32 bits: the rest is dropped,
 	 * not clamped. */
 	if (def->buf == BUF_IOVEC) {
@@ -419,8 +531,14 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 	} else if (def->buf == BUF_MSGHDR) {
 		if (copy_from_prog(msg, (const void *)(uintptr_t)sqe->addr, sizeof(*msg)))
 			return -EFAULT;
-		/* msg is NULL only for SELECT_AT_ISSUE opcodes, none of them BUF_MSGHDR (opdef.c). */
-		if (msg->msg_iovlen > 1) // NOLINT(clang-analyzer-core.NullDereference)
+		/* __copy_msghdr: a negative name length (with a name), then an
+		 * iovec count past UIO_MAXIOV; then io_msg_copy_hdr's one iovec. */
+		// NOLINTNEXTLINE(clang-analyzer-core.NullDereference): msg is NULL only for opcodes without a msghdr (opdef.c)
+		if (msg->msg_name && (int)msg->msg_namelen < 0)
+			return -EINVAL;
+		if (msg->msg_iovlen > UIO_MAXIOV_KERNEL)
+			return -EMSGSIZE;
+		if (msg->msg_iovlen > 1)
 			return -EINVAL;
 		*want = 0;
 		if (msg->msg_iovlen == 1) {
@@ -443,6 +561,10 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		       const struct opdef *def, uint32_t want, const struct msghdr *msg)
 {
+	/* io_buffers_select (6.18 SEND) hands a legacy buffer out whole:
+	 * sqe->len caps only ring-mapped buffers. */
+	if (def->missing_enoent)
+		want = 0;
 	uint32_t len = want && want < q->buf.len ? want : q->buf.len;
 	q->want = len;
 	q->flags |= (sqe->flags & IOSQE_FIXED_FILE ? REQ_FIXED_FILE : 0) |
@@ -616,7 +738,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (left_to_kernel_bad_fd(sqe))
+	if (left_to_kernel_bad_fd(r, sqe, def))
 		return NULL;
 	if (!polls_first(sqe) && not_a_socket(sqe, def)) {
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
@@ -812,7 +934,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		return NULL;
 	}
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
-	if (bad_fd(sqe))
+	if (bad_fd(r, sqe))
 		res = -EBADF;
 	else if (!polls_first(sqe) && not_a_socket(sqe, def))
 		res = -ENOTSOCK;
@@ -959,7 +1081,7 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return;
 	}
-	if (left_to_kernel_bad_fd(sqe))
+	if (left_to_kernel_bad_fd(r, sqe, def))
 		return;
 	if (not_a_socket(sqe, def))
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
@@ -980,7 +1102,7 @@ static struct req *select_issue(struct ring *r, struct io_uring_sqe *sqe, const 
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 		return NULL;
 	}
-	if (bad_fd(sqe))
+	if (bad_fd(r, sqe))
 		res = -EBADF;
 	else if (not_a_socket(sqe, def))
 		res = -ENOTSOCK;
@@ -1028,12 +1150,78 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 	if (res)
 		return res;
 	if (def->emulated)
-		return emulated_prep(sqe, def->emulated);
+		return emulated_prep(r, sqe, def->emulated);
 	if ((res = select_prep_check(r, sqe, def)))
 		return res;
+	if (def->select == SELECT_INVALID)
+		return -EINVAL;
 	uint32_t want;
 	struct msghdr msg;
-	return read_request(sqe, def, &want, &msg);
+	if ((res = read_request(sqe, def, &want, &msg)))
+		return res;
+	/* io_read_mshot_prep: a multishot read takes its lengths from the buffers. */
+	if (def->mshot_no_len && (sqe->len || (def->mshot_no_len == 2 && sqe->addr)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Is the SQE's group one of the kernel's own (a registered buffer ring)? */
+static int kernel_group(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	spin_lock(&r->pool_lock);
+	int ring_group = pool_is_ring(r->pool, sqe->buf_group);
+	spin_unlock(&r->pool_lock);
+	return ring_group;
+}
+
+/* Does bufsel act on this SQE (emulate it, or select its buffer)? */
+static int emulated_here(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (def->emulated)
+		return 1;
+	return (sqe->flags & IOSQE_BUFFER_SELECT) && def->select != SELECT_REFUSED &&
+	       def->select != SELECT_NEWER_KERNEL && !ring_pool(r) && !kernel_group(r, sqe);
+}
+
+/*
+ * The error the kernel gives the SQE at submission, for a look ahead along a
+ * chain: io_init_req's generic checks for any opcode, the whole prep for an
+ * SQE bufsel acts on.  0 where bufsel cannot tell.
+ */
+static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	const struct opdef *def = opdef_get(sqe->opcode);
+	if (!opdef_known(sqe->opcode))
+		return -EINVAL;
+	int res = init_check(r, sqe);
+	if (res)
+		return res;
+	if ((sqe->flags & IOSQE_BUFFER_SELECT) && def->select == SELECT_REFUSED)
+		return -EOPNOTSUPP;
+	if (sqe->ioprio && !def->ioprio)
+		return -EINVAL;
+	if ((res = personality_check(r, sqe->personality)))
+		return res;
+	if (!emulated_here(r, sqe, def))
+		return def->kernel_prep && !(sqe->flags & IOSQE_BUFFER_SELECT)
+			       ? def->kernel_prep(sqe, r->setup_flags) : 0;
+	return prep_check(r, sqe, def);
+}
+
+/*
+ * A member of a chain that fails at submission: the kernel runs none of it.
+ * An SQE bufsel acts on becomes the stand-in that fails there with its own
+ * error, or, if it passes, a NOP under its user_data, which the failed chain
+ * cancels; the kernel's own SQEs go as they are.
+ */
+static void rewrite_fail_member(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	const struct opdef *def = opdef_get(sqe->opcode);
+	u->kind = UNDO_NONE;
+	if (!emulated_here(r, sqe, def))
+		return;
+	if (!reject_at_submission(r, sqe, prep_check(r, sqe, def), u))
+		standin_ok(sqe);
 }
 
 /* Cancels one of bufsel's requests now: 1 if the kernel found it. */
@@ -1253,5 +1441,7 @@ const struct ring_hooks rewrite_hooks = {
 	.complete = rewrite_complete_cqe,
 	.barrier = rewrite_barrier,
 	.probe = rewrite_probe,
+	.submit_error = rewrite_submit_error,
+	.fail_member = rewrite_fail_member,
 	.followup = rewrite_followup,
 };

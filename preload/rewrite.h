@@ -60,6 +60,9 @@ extern const struct ring_hooks rewrite_hooks;
 
 /* register.c: the program's IORING_(UN)REGISTER_PERSONALITY returned ret. */
 void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret);
+/* A file table registered (or unregistered) on the ring: its size, for the
+ * fixed-file lookup the kernel makes before it selects a buffer. */
+void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsigned nr_args);
 
 /* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
  * chains that completions made ready to issue. */

@@ -47,6 +47,13 @@ struct ring_hooks {
 	int (*barrier)(const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
 	int (*probe)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
+	/* The error the kernel gives this SQE at submission, as far as bufsel
+	 * can tell (io_init_req's checks for every opcode, the whole prep for
+	 * the ones it emulates): 0 if none. */
+	int (*submit_error)(struct ring *r, const struct io_uring_sqe *sqe);
+	/* An SQE of a chain that fails at submission: rewritten so that the
+	 * kernel fails or cancels it with the chain, and nothing runs. */
+	void (*fail_member)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	/* Work the completion path queued that needs the SQ (outside cq_lock). */
 	void (*followup)(struct ring *r);
 };
@@ -103,6 +110,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * SQE's as io_init_req does); past the table's size, all are taken. */
 	uint16_t personality[32];
 	uint8_t npersonality, personality_overflow;
+	/* Slots in the ring's registered file table (rewrite_note_files). */
+	unsigned files_nr;
 	unsigned sq_head;	/* the shadow SQ head as bufsel keeps it: the kernel keeps
 				 * its own and never reads the program-visible one back
 				 * (submit.c; under sq_lock) */

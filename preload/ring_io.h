@@ -16,6 +16,7 @@ struct place_state {
 	unsigned copied;	/* real slots filled */
 	int linked;		/* the SQE before had IO_LINK or IO_HARDLINK */
 	void *capture;		/* a request taking the rest of the current chain */
+	int chain_fails;	/* the current chain fails at submission (submit_prepare) */
 };
 
 struct submit_batch {
@@ -23,7 +24,9 @@ struct submit_batch {
 	unsigned prog;		/* program SQEs taken from the shadow SQ */
 	unsigned copied;	/* SQEs placed in the real SQ */
 	unsigned wanted;	/* what the program asked for (non-SQPOLL) */
+	unsigned n;		/* what the kernel would take: wanted, capped by the SQ */
 	int dropped;		/* an invalid SQ array index ended the batch */
+	int probed;		/* a probe follows the batch's last SQE (place_probe) */
 	unsigned sh_head;	/* shadow head before the batch */
 	unsigned real_tail;	/* real tail before the batch */
 	int barrier;		/* stopped before an SQE that must go to the kernel alone */

@@ -53,7 +53,14 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		r->drain_disabled = 1;
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
-	if (st->capture) {
+	if (st->chain_fails) {
+		/* The kernel fails the whole chain at submission: nothing of it
+		 * runs, nothing is held, bufsel acts on none of it. */
+		*sqe = *src;
+		r->hooks->fail_member(r, sqe, &r->undo[st->copied]);
+		if (!st->linked)
+			st->chain_fails = 0;
+	} else if (st->capture) {
 		*sqe = *src;
 		int place = r->hooks->hold(r, st->capture, sqe, &r->undo[st->copied]);
 		if (!st->linked || place == 2)
@@ -92,8 +99,66 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	return 1;
 }
 
+/* SQ array entry i of the batch: an SQE index, or >= sq_entries if invalid. */
+static unsigned sq_index(const struct shadow *s, unsigned head, unsigned i)
+{
+	return s->lay.no_sqarray ? (head + i) & s->sq_mask
+				 : atomic_load_explicit(&s->sq_array[(head + i) & s->sq_mask], memory_order_relaxed);
+}
+
+/* How far ahead bufsel looks for the members of a chain. */
+#define CHAIN_AHEAD 32
+
+/*
+ * A chain the kernel fails at submission (a member fails io_init_req or its
+ * prep: the kernel then fails every member, and runs none) must not have its
+ * head run by bufsel before the kernel sees the rest.  Copies the chain
+ * starting at batch entry i (up to n, the batch's end, as the kernel's
+ * assembly stops there) into ahead[]: the SQEs are read once, from these
+ * copies.  Returns how many were copied; *fails: some member fails.
+ */
+static unsigned chain_ahead(struct ring *r, unsigned head, unsigned i, unsigned n,
+			    struct io_uring_sqe *ahead, int *fails)
+{
+	const struct shadow *s = &r->sh;
+	unsigned k = 0;
+	*fails = 0;
+	while (i + k < n && k < CHAIN_AHEAD) {
+		unsigned idx = sq_index(s, head, i + k);
+		if (idx >= s->sq_entries)
+			break;
+		memcpy(&ahead[k], &s->sqes[idx], sizeof(ahead[k]));
+		__asm__ volatile("" ::: "memory");
+		*fails |= r->hooks->submit_error(r, &ahead[k]) != 0;
+		if (!(ahead[k++].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)))
+			break;
+	}
+	return k;
+}
+
+/*
+ * A probe behind the SQEs placed so far is taken only if the kernel went
+ * through all of them.  Not behind an open chain (the probe would join it),
+ * nor without a real slot for it.  1 if placed.
+ */
+static int place_probe(struct ring *r, struct submit_batch *b, unsigned rspace)
+{
+	unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
+	if (!r->hooks || !b->st.copied || b->st.copied >= rspace || b->st.capture ||
+	    (r->rsqes[(slot - 1) & r->rsq_mask].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)) ||
+	    r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied]))
+		return 0;
+	real_slot_publish(r, slot);
+	b->st.copied++;
+	if (r->prog_end)
+		r->prog_end[b->st.copied - 1] = b->prog;
+	return 1;
+}
+
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 {
+	struct io_uring_sqe ahead[CHAIN_AHEAD];
+	unsigned ahead_from = 0, ahead_n = 0;
 	struct shadow *s = &r->sh;
 	/* The kernel's SQ head is its own (cached_sq_head): what the program
 	 * writes to the visible one changes nothing. */
@@ -110,32 +175,39 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	unsigned n = sqpoll || to_submit > avail ? avail : to_submit;
 
 	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail,
-				    .empty = !n };
+				    .empty = !n, .n = n };
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned idx = s->lay.no_sqarray ? (head + i) & s->sq_mask
-						 : atomic_load_explicit(&s->sq_array[(head + i) & s->sq_mask],
-									memory_order_relaxed);
+		unsigned idx = sq_index(s, head, i);
 		if (idx >= s->sq_entries) {
 			b->dropped = 1;
+			/* The kernel consumes the invalid entry only if it gets
+			 * there: not if it stops at an SQE before it that fails
+			 * at submission. */
+			b->probed = place_probe(r, b, rspace);
 			break;
 		}
 		if (b->st.copied == rspace && !b->st.capture)
 			break;
-		int placed = place_one(r, &b->st, &s->sqes[idx], sqpoll);
+		const struct io_uring_sqe *src = &s->sqes[idx];
+		if (i - ahead_from < ahead_n) {
+			src = &ahead[i - ahead_from];
+		} else if (!b->st.linked && r->hooks && r->hooks->submit_error &&
+			   (((const volatile struct io_uring_sqe *)src)->flags &
+			    (IOSQE_IO_LINK | IOSQE_IO_HARDLINK))) {
+			/* A glance at the link bits; the copies below decide. */
+			int fails;
+			ahead_from = i;
+			ahead_n = chain_ahead(r, head, i, n, ahead, &fails);
+			b->st.chain_fails = fails;
+			src = &ahead[0];
+		}
+		int placed = place_one(r, &b->st, src, sqpoll);
 		if (placed < 0) {
 			b->barrier = 1;
 			/* The kernel stops after an SQE that fails at submission,
-			 * and then so must bufsel: a probe behind this part is
-			 * taken only if the kernel went through all of it. */
-			unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
-			if (b->st.copied < rspace &&
-			    !r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied])) {
-				real_slot_publish(r, slot);
-				b->st.copied++;
-				if (r->prog_end)
-					r->prog_end[b->st.copied - 1] = b->prog;
-			}
+			 * and then so must bufsel. */
+			place_probe(r, b, rspace);
 			break;
 		}
 		b->prog++;
@@ -172,7 +244,7 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 		}
 	unsigned consumed = taken && r->prog_end ? r->prog_end[taken - 1] : taken;
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
-	if (b->dropped && taken == b->copied && kret >= 0) {
+	if (b->dropped && taken == b->copied && (kret >= 0 || b->probed)) {
 		atomic_fetch_add(s->sq_dropped, 1);
 		sq_head_set(r, b->sh_head + consumed + 1);
 		return consumed;

@@ -108,6 +108,7 @@
 	X(bs_prep_checks, 10, true, false) /* 5.6 never reads attr_type_mask (read/write attributes: 6.15) */ \
 	X(bs_send_nogroup, 10, true, false) /* 5.6 lacks SEND with BUFFER_SELECT: 6.10 */ \
 	X(bs_recv_addr2, 10, true, false) /* the addr2 check in io_recvmsg_prep is newer than 5.6 */ \
+	X(bs_submit_order, 10, true, false) /* 5.6 never reads ioprio and lacks SEND with BUFFER_SELECT */ \
 	X(bs_link, 10, true, false) /* 5.6 lacks liburing waits with a TIMEOUT SQE without EXT_ARG (5.11): IO_DRAIN holds it */ \
 	X(bs_cancel, 10, true, false) /* 5.6 lacks IORING_REGISTER_SYNC_CANCEL: 6.0 */ \
 	X(bs_groups, 15, true, false)          \

@@ -1,0 +1,169 @@
+/*
+ * Where a submission stops, and what an SQE bufsel acts on answers, when the
+ * kernel's prep checks fail: each line is the kernel's (6.18).
+ * - io_recvmsg_prep checks the ioprio flags and optlen before the file is
+ *   looked at (-EINVAL, not -ENOTSOCK), and such an SQE stops the batch;
+ *   io_send_setup checks a SEND's destination address length.
+ * - A chain a member of which fails at prep fails whole at submission: its
+ *   PROVIDE_BUFFERS head never runs (-ECANCELED, the group stays empty),
+ *   also when the failing member is one the kernel runs (ASYNC_CANCEL).
+ * - An invalid SQ array index behind an SQE that stops the batch is not
+ *   consumed (the kernel never gets there).
+ * - A buffer-select READ on a closed fd with a garbage address fails on the
+ *   fd at issue (-EBADF), not on the address; a fixed-file index past the
+ *   ring's table is -EBADF before a buffer is selected, and takes none.
+ * - io_prep_rw reads a PI attribute at prep (-EFAULT at NULL); io_init_req
+ *   checks the personality before PROVIDE_BUFFERS' own prep.
+ * - A SEND takes a legacy buffer whole (io_buffers_select): len caps nothing.
+ */
+#include "test/prog/bs_bufs.h"
+
+static struct io_uring ring;
+
+static struct io_uring_sqe *recv_sel(int fd, unsigned bgid, unsigned ioprio, unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = prep_recv_sel(&ring, fd, 0, 0, bgid, ud);
+	sqe->ioprio = (__u16)ioprio;
+	return sqe;
+}
+
+static void nop(unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = ud;
+}
+
+static void show_submit(const char *what)
+{
+	unsigned head0 = *ring.sq.khead;
+	int ret = io_uring_submit(&ring);
+	note("%s: submit %d, head +%u, dropped %u", what, ret, *ring.sq.khead - head0, *ring.sq.kdropped);
+}
+
+int main(void)
+{
+	int ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	int sv[2], p[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pipe(p))
+		die("socketpair/pipe: %s", strerror(errno));
+	write_all(sv[1], "hello", 5);
+	struct arena g = arena_new(16, 4);
+
+	note("NOP, RECV on a pipe with ioprio 0x8, NOP: the RECV fails at prep and stops the batch");
+	nop(1);
+	recv_sel(p[0], 1, 0x8, 2);
+	nop(3);
+	show_submit("batch");
+	reap_show_sorted(&ring, 2, NULL);
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+
+	note("RECV with optlen, RECVMSG bundle, SEND with a 200-byte address");
+	struct io_uring_sqe *sqe = recv_sel(sv[0], 1, 0, 4);
+	sqe->splice_fd_in = 1;
+	run_one(&ring, sqe, 4, NULL);
+	struct msghdr mh = { 0 };
+	sqe = get_sqe(&ring);
+	io_uring_prep_recvmsg(sqe, p[0], &mh, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 1;
+	sqe->ioprio = 1U << 4;
+	run_one(&ring, sqe, 5, NULL);
+	struct sockaddr_storage ss = { 0 };
+	sqe = get_sqe(&ring);
+	io_uring_prep_send(sqe, sv[0], NULL, 0, 0);
+	io_uring_prep_send_set_addr(sqe, (const struct sockaddr *)&ss, 200);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 1;
+	run_one(&ring, sqe, 6, NULL);
+
+	note("PROVIDE_BUFFERS linked to a RECV that fails at prep: neither runs");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 1, 0, 4);
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 7;
+	recv_sel(sv[0], 1, 0x8, 8);
+	show_submit("chain");
+	reap_show_sorted(&ring, 2, NULL);
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 1, 0, 9), 9, NULL);
+
+	note("RECV that fails at prep, then an invalid SQ array entry");
+	unsigned tail = *ring.sq.ktail;
+	recv_sel(p[0], 1, 0x8, 10);
+	nop(11);
+	unsigned slot = (tail + 1) & *ring.sq.kring_mask;
+	unsigned keep = ring.sq.array[slot];
+	ring.sq.array[slot] = 1000;
+	show_submit("array");
+	reap_show(&ring, 1, NULL);
+	ring.sq.array[slot] = keep;
+	io_uring_sqe_set_data64(&ring.sq.sqes[keep], 11);
+	show_submit("after");
+	reap_show(&ring, 1, NULL);
+
+	provide(&ring, &g, 2, 0, 2, 12);
+	note("buffer-select READ on a closed fd, garbage address");
+	sqe = prep_read_sel(&ring, 200, 0, 2, 0, 13);
+	sqe->addr = 0x6c82d87d9e8068d4ULL;
+	run_one(&ring, sqe, 13, NULL);
+	note("buffer-select READ and RECV on fixed file 5, no file table");
+	sqe = prep_read_sel(&ring, 5, 0, 2, 0, 14);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	run_one(&ring, sqe, 14, NULL);
+	sqe = recv_sel(5, 2, 0, 15);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	run_one(&ring, sqe, 15, NULL);
+	note("the group still has both buffers");
+	run_one(&ring, prep_recv_sel(&ring, sv[0], 0, 0, 2, 16), 16, &g);
+	write_all(sv[1], "again", 5);
+	run_one(&ring, prep_recv_sel(&ring, sv[0], 0, 0, 2, 17), 17, &g);
+
+	note("buffer-select READ with a PI attribute at NULL, then a NOP: -EFAULT at prep stops the batch");
+	sqe = prep_read_sel(&ring, p[0], 0, 2, 0, 18);
+	uint64_t pi = 1;	/* attr_type_mask = IORING_RW_ATTR_FLAG_PI, attr_ptr (addr3) = NULL */
+	memcpy((char *)sqe + 56, &pi, sizeof(pi));
+	nop(19);
+	show_submit("pi");
+	reap_show(&ring, 1, NULL);
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+
+	note("PROVIDE_BUFFERS with an unregistered personality and a huge count: the personality first");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 3, 0, 1);
+	sqe->fd = 1 << 30;
+	sqe->personality = 77;
+	run_one(&ring, sqe, 20, NULL);
+
+	note("PROVIDE_BUFFERS linked to an ASYNC_CANCEL with a flag the kernel lacks, then a NOP");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 5, 0, 1);
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 23;
+	sqe = get_sqe(&ring);
+	io_uring_prep_cancel64(sqe, 0x1234, 0x80);
+	sqe->user_data = 24;
+	nop(25);
+	show_submit("cancel chain");
+	reap_show_sorted(&ring, 2, NULL);
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 5, 0, 26), 26, NULL);
+
+	note("SEND of len 1 from a selected 16-byte legacy buffer: the whole buffer goes");
+	provide(&ring, &g, 4, 2, 1, 21);
+	memcpy(arena_buf(&g, 2), "0123456789abcdef", 16);
+	sqe = get_sqe(&ring);
+	io_uring_prep_send(sqe, sv[1], NULL, 1, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 4;
+	run_one(&ring, sqe, 22, NULL);
+	char got[32];
+	ssize_t n = read(sv[0], got, sizeof(got));
+	note("received %zd bytes", n);
+	io_uring_queue_exit(&ring);
+	return 0;
+}
