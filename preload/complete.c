@@ -146,6 +146,17 @@ unsigned complete_reap(struct ring *r)
 	return reap_locked(r);
 }
 
+unsigned complete_reap_follow(struct ring *r)
+{
+	unsigned n = complete_reap(r);
+	/* What is issued may complete at once and release more. */
+	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
+		r->hooks->followup(r);
+		n += complete_reap(r);
+	}
+	return n;
+}
+
 unsigned complete_try_reap(struct ring *r)
 {
 	return spin_trylock(&r->cq_lock) ? reap_locked(r) : 0;

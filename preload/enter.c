@@ -49,10 +49,10 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 		ret = real_enter(r, to_submit, 0, 0, NULL, 0);
 		if (ret < 0)
 			return ret;
-		if (flags & IORING_ENTER_SQ_WAKEUP)
+		if (flags & IORING_ENTER_SQ_WAKEUP) {
 			mover_sq_launch(r);
-		if (flags & IORING_ENTER_SQ_WAKEUP)
 			mover_sq_wake(r);
+		}
 		if (!(atomic_load_explicit(r->sh.sq_flags, memory_order_seq_cst) & IORING_SQ_NEED_WAKEUP))
 			mover_sq_drain(r);
 		if (flags & IORING_ENTER_SQ_WAIT)
@@ -87,26 +87,25 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 	return ret;
 }
 
-/* Moves what the kernel completed, then issues what those completions
- * released (a receive whose data came, a held chain): it must reach the
- * kernel before anyone waits for it. */
-static unsigned reap_and_follow(struct ring *r)
-{
-	unsigned n = complete_reap(r);
-	/* What is issued may complete at once and release more. */
-	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-		r->hooks->followup(r);
-		n += complete_reap(r);
-	}
-	return n;
-}
-
 #ifndef IORING_ENTER_ABS_TIMER
 #define IORING_ENTER_ABS_TIMER (1U << 5)
 #endif
 #ifndef IORING_ENTER_EXT_ARG_REG
 #define IORING_ENTER_EXT_ARG_REG (1U << 6)
 #endif
+
+/* The program's io_uring_getevents_arg into *ga, when it passed a plain one
+ * (EXT_ARG, with a relative timeout and not a registered wait region): 0, or
+ * -1 when there is none to read (the argument then goes to the kernel as it
+ * is, which judges it). */
+static int read_ext_arg(unsigned flags, const void *argp, size_t argsz, struct io_uring_getevents_arg *ga)
+{
+	if ((flags & (IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER | IORING_ENTER_EXT_ARG_REG)) !=
+		    IORING_ENTER_EXT_ARG ||
+	    argsz != sizeof(*ga) || copy_from_prog(ga, argp, sizeof(*ga)))
+		return -1;
+	return 0;
+}
 
 /*
  * min_wait: once min_wait_usec has passed, the kernel's wait ends if the CQ
@@ -118,9 +117,7 @@ static unsigned reap_and_follow(struct ring *r)
 static const void *min_wait_arg(unsigned flags, const void *argp, size_t argsz,
 				struct io_uring_getevents_arg *ga, struct __kernel_timespec *ts)
 {
-	if ((flags & (IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER | IORING_ENTER_EXT_ARG_REG)) !=
-		    IORING_ENTER_EXT_ARG ||
-	    argsz != sizeof(*ga) || copy_from_prog(ga, argp, sizeof(*ga)) || !ga->pad)
+	if (read_ext_arg(flags, argp, argsz, ga) || !ga->pad)
 		return argp;
 	uint64_t usec = ga->pad;
 	if (ga->ts) {
@@ -147,9 +144,7 @@ static const void *left_arg(unsigned flags, const void *argp, size_t argsz, cons
 {
 	*up = 0;
 	struct __kernel_timespec t;
-	if ((flags & (IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER | IORING_ENTER_EXT_ARG_REG)) !=
-		    IORING_ENTER_EXT_ARG ||
-	    argsz != sizeof(*ga) || copy_from_prog(ga, argp, sizeof(*ga)) || !ga->ts ||
+	if (read_ext_arg(flags, argp, argsz, ga) || !ga->ts ||
 	    copy_from_prog(&t, (const void *)(uintptr_t)ga->ts, sizeof(t)) || t.tv_sec < 0)
 		return argp;
 	struct timespec now;
@@ -173,12 +168,11 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	struct __kernel_timespec lts;
 	struct timespec start;
 	int rounds = 0;
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	struct io_uring_getevents_arg ga;
 	struct __kernel_timespec mts;
 	/* What completed by now is in the CQ when the kernel's enter returns,
 	 * even when the CQ already held enough. */
-	reap_and_follow(r);
+	complete_reap_follow(r);
 	unsigned ready = complete_ready(r);
 	/* The kernel's wait ends when a TIMEOUT completes after it began. */
 	unsigned fired = timeouts_fired(r);
@@ -196,7 +190,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			if (!(flags & IORING_ENTER_EXT_ARG))
 				return 0;
 			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
-			reap_and_follow(r);
+			complete_reap_follow(r);
 			return ret < 0 ? ret : 0;
 		}
 		if (!min_complete) {
@@ -209,6 +203,9 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			 * time, and later rounds get what is left of the timeout. */
 			int one = __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED) != 0;
 			int up = 0;
+			/* The wait's clock starts with its first round. */
+			if (!rounds)
+				clock_gettime(CLOCK_MONOTONIC, &start);
 			const void *arg = rounds++ ? left_arg(flags, argp, argsz, &start, &lga, &lts, &up) : argp;
 			if (up) {
 				ret = -ETIME;
@@ -225,7 +222,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 				complete_wait_end(r);
 			}
 		}
-		reap_and_follow(r);
+		complete_reap_follow(r);
 		ready = complete_ready(r);
 		if (timeouts_fired(r) != fired)
 			early = 1;
@@ -276,7 +273,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 		if (!ret)
 			ret = w;
 	} else {
-		reap_and_follow(r);
+		complete_reap_follow(r);
 	}
 	mover_reap_others(r);
 	return ret;

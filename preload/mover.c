@@ -54,13 +54,21 @@ static void block_sigsys(void)
  * The kernel's own SQ thread is woken the same way when bufsel publishes to
  * a real SQ it sleeps on.
  */
+/* Has the program published SQEs the thread has not taken?  (With the
+ * real SQ full as well it stays awake: the kernel's thread never sleeps on
+ * SQEs, so room comes soon, and nothing would wake this one for it.) */
+static int sq_pending(struct ring *r)
+{
+	return atomic_load_explicit(r->sh.sq_tail, memory_order_acquire) !=
+	       __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED);
+}
+
 /* Moves what the program published to the real SQ; returns the number of
  * shadow SQEs consumed. */
 static unsigned sq_poll(struct ring *r)
 {
 	struct shadow *s = &r->sh;
-	if (atomic_load_explicit(s->sq_tail, memory_order_acquire) ==
-	    __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED))
+	if (!sq_pending(r))
 		return 0;
 	struct submit_batch b;
 	spin_lock(&r->sq_lock);
@@ -86,28 +94,14 @@ static unsigned sq_poll(struct ring *r)
 /* Moves completions and issues what they released: 1 if there was any. */
 static int cq_poll(struct ring *r, int force)
 {
-	if (!force && atomic_load_explicit(r->rcq_tail, memory_order_acquire) == r->rcq_taken &&
-	    atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) == r->sh_released && !r->ready)
+	if (!force && !complete_pending(r) && !r->ready)
 		return 0;
 	unsigned before = atomic_load(r->sh.cq_tail);
-	complete_reap(r);
-	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-		r->hooks->followup(r);
-		complete_reap(r);
-	}
+	complete_reap_follow(r);
 	if (atomic_load(r->sh.cq_tail) == before)
 		return 0;
 	futex_wake_all(r->sh.cq_tail);
 	return 1;
-}
-
-/* Has the program published SQEs the thread has not taken?  (With the
- * real SQ full as well it stays awake: the kernel's thread never sleeps on
- * SQEs, so room comes soon, and nothing would wake this one for it.) */
-static int sq_pending(struct ring *r)
-{
-	return atomic_load_explicit(r->sh.sq_tail, memory_order_acquire) !=
-	       __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED);
 }
 
 /* Sleeps until woken (1) or the ring is gone (0); moves completions that
@@ -346,10 +340,7 @@ static int process_mover(void)
 	int st = atomic_load_explicit(&bufsel.mover_state, memory_order_acquire);
 	while (st == 0 || st == 1) {
 		if (st == 0 && atomic_compare_exchange_strong(&bufsel.mover_state, &st, 1)) {
-			int low = (int)sys_call3(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0);
-			int ep = low < 0 ? low : sys_dupfd_high(low);
-			if (low >= 0)
-				sys_close(low);
+			int ep = high_fd(sys_call3(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0));
 			int err = ep < 0 ? ep : start_thread(process_mover_main, (void *)(long)ep);
 			if (err && ep >= 0)
 				sys_close(ep);
@@ -425,9 +416,7 @@ static void reap_other(int fd, struct ring *r, int *first)
 	(void)first;
 	/* A ring inherited over fork is the parent's to move (it shares the
 	 * shadow and the real ring), unless the child enters it itself. */
-	if (fd != (int)ring_slot(r) && r->fork_gen == stats_fork_gen() &&
-	    (atomic_load_explicit(r->rcq_tail, memory_order_acquire) != r->rcq_taken ||
-	     atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) != r->sh_released))
+	if (fd != (int)ring_slot(r) && r->fork_gen == stats_fork_gen() && complete_pending(r))
 		complete_try_reap(r);
 }
 

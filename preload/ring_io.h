@@ -44,6 +44,17 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 
 /* Moves every CQE that fits; returns the number moved.  Takes r->cq_lock. */
 unsigned complete_reap(struct ring *r);
+/* complete_reap, then issues what those completions released (a receive
+ * whose data came, a held chain), which must reach the kernel before anyone
+ * waits for it, and moves what that completes in turn.  Outside sq_lock. */
+unsigned complete_reap_follow(struct ring *r);
+/* Has the kernel's CQ something bufsel has not moved, or the program
+ * consumed something whose real slot bufsel has not given back? */
+static inline bool complete_pending(const struct ring *r)
+{
+	return atomic_load_explicit(r->rcq_tail, memory_order_acquire) != r->rcq_taken ||
+	       atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) != r->sh_released;
+}
 /* The same unless another reaper (or the code a signal interrupted) holds
  * cq_lock: then nothing, the holder moves what there is. */
 unsigned complete_try_reap(struct ring *r);

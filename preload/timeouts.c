@@ -24,41 +24,44 @@ void timeouts_submitted(struct ring *r, uint64_t user_data)
 	spin_unlock(&r->tmo_lock);
 }
 
-/* Drops one entry for user_data; 1 if there was one.  Under tmo_lock. */
-static int forget_locked(struct ring *r, uint64_t user_data)
+/* The index of an entry for user_data, or -1.  Under tmo_lock. */
+static int find_locked(struct ring *r, uint64_t user_data)
 {
 	unsigned n = atomic_load_explicit(&r->tmo_n, memory_order_relaxed);
-	for (unsigned i = 0; i < n; i++) {
-		if (r->tmo_ud[i] != user_data)
-			continue;
-		r->tmo_ud[i] = r->tmo_ud[n - 1];
-		atomic_store_explicit(&r->tmo_n, n - 1, memory_order_release);
-		return 1;
-	}
-	return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (r->tmo_ud[i] == user_data)
+			return (int)i;
+	return -1;
+}
+
+/* Under tmo_lock. */
+static void drop_locked(struct ring *r, int i)
+{
+	unsigned n = atomic_load_explicit(&r->tmo_n, memory_order_relaxed);
+	r->tmo_ud[i] = r->tmo_ud[n - 1];
+	atomic_store_explicit(&r->tmo_n, n - 1, memory_order_release);
 }
 
 void timeouts_not_taken(struct ring *r, uint64_t user_data)
 {
 	spin_lock(&r->tmo_lock);
-	forget_locked(r, user_data);
+	int i = find_locked(r, user_data);
+	if (i >= 0)
+		drop_locked(r, i);
 	spin_unlock(&r->tmo_lock);
 }
 
 void timeouts_completed(struct ring *r, const struct io_uring_cqe *cqe)
 {
 	spin_lock(&r->tmo_lock);
-	unsigned n = atomic_load_explicit(&r->tmo_n, memory_order_relaxed);
-	int found = 0;
-	for (unsigned i = 0; i < n && !found; i++)
-		found = r->tmo_ud[i] == cqe->user_data;
+	int i = find_locked(r, cqe->user_data);
 	/* A multishot timeout stays armed while its CQEs carry F_MORE. */
-	if (found && !(cqe->flags & IORING_CQE_F_MORE))
-		forget_locked(r, cqe->user_data);
+	if (i >= 0 && !(cqe->flags & IORING_CQE_F_MORE))
+		drop_locked(r, i);
 	spin_unlock(&r->tmo_lock);
 	/* The kernel counts those that expired (-ETIME, or 0 with
 	 * IORING_TIMEOUT_ETIME_SUCCESS) or reached their count (0); not one
 	 * taken away by TIMEOUT_REMOVE (-ECANCELED) or refused at prep. */
-	if (found && (cqe->res == -ETIME || cqe->res == 0))
+	if (i >= 0 && (cqe->res == -ETIME || cqe->res == 0))
 		atomic_fetch_add_explicit(&r->cq_timeouts, 1, memory_order_release);
 }

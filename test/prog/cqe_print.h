@@ -166,6 +166,32 @@ static inline void nops_print(struct io_uring *ring, unsigned long long ud, unsi
 	}
 }
 
+/* Provides buf (len bytes) as buffer 0 of group bgid, then READs what a
+ * pipe holds (data, written first) with buffer select: prints both CQEs
+ * (user_data 200 and 201). */
+static inline void provided_pipe_read(struct io_uring *ring, char *buf, unsigned len, unsigned short bgid,
+				      const char *data)
+{
+	int p[2];
+	size_t n = strlen(data);
+	if (pipe(p) || write(p[1], data, n) != (ssize_t)n)
+		die("pipe: %s", strerror(errno));
+	struct io_uring_sqe *sqe = get_sqe(ring);
+	io_uring_prep_provide_buffers(sqe, buf, (int)len, 1, bgid, 0);
+	sqe->user_data = 200;
+	submit_expect(ring, 1);
+	reap_print(ring, 1);
+	sqe = get_sqe(ring);
+	io_uring_prep_read(sqe, p[0], NULL, len, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = bgid;
+	sqe->user_data = 201;
+	submit_expect(ring, 1);
+	reap_print(ring, 1);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* Asserts that nothing is pending in the CQ right now (without waiting). */
 static inline void expect_no_cqe(struct io_uring *ring, const char *what)
 {

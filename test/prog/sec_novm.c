@@ -50,21 +50,7 @@ int main(void)
 
 	/* One legacy provided buffer, a read into it from a pipe. */
 	static char buf[64];
-	int p[2];
-	if (pipe(p) || write(p[1], "hello", 5) != 5)
-		die("pipe: %s", strerror(errno));
-	struct io_uring_sqe *sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, buf, sizeof(buf), 1, 7, 0);
-	sqe->user_data = 200;
-	submit_expect(&ring, 1);
-	reap_print(&ring, 1);
-	sqe = get_sqe(&ring);
-	io_uring_prep_read(sqe, p[0], NULL, sizeof(buf), 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = 7;
-	sqe->user_data = 201;
-	submit_expect(&ring, 1);
-	reap_print(&ring, 1);
+	provided_pipe_read(&ring, buf, sizeof(buf), 7, "hello");
 	note("buffer: %.5s", buf);
 	io_uring_queue_exit(&ring);
 	return 0;

@@ -91,24 +91,8 @@ static inline void wx_uring_work(const char *who)
 	note("%s: %u of 80 nops completed with 0", who, ok);
 
 	static char buf[64];
-	int p[2];
-	if (pipe(p) || write(p[1], "hardened", 8) != 8)
-		die("pipe: %s", strerror(errno));
-	struct io_uring_sqe *sqe = get_sqe(&ring);
-	io_uring_prep_provide_buffers(sqe, buf, sizeof(buf), 1, 3, 0);
-	sqe->user_data = 200;
-	submit_expect(&ring, 1);
-	reap_print(&ring, 1);
-	sqe = get_sqe(&ring);
-	io_uring_prep_read(sqe, p[0], NULL, sizeof(buf), 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = 3;
-	sqe->user_data = 201;
-	submit_expect(&ring, 1);
-	reap_print(&ring, 1);
+	provided_pipe_read(&ring, buf, sizeof(buf), 3, "hardened");
 	note("%s: buffer \"%.8s\"", who, buf);
-	close(p[0]);
-	close(p[1]);
 	io_uring_queue_exit(&ring);
 
 	atomic_store(&wx_stop, 1);
