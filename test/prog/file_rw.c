@@ -24,12 +24,20 @@ static int one(struct io_uring_sqe *sqe, unsigned long long ud)
 	return c.res;
 }
 
+static char path[] = "/tmp/bufsel-file_rw-XXXXXX";
+
+/* die() exits: the file goes on every path out. */
+static void remove_path(void)
+{
+	unlink(path);
+}
+
 int main(void)
 {
-	char path[] = "/tmp/bufsel-file_rw-XXXXXX";
 	int tmp = mkstemp(path);
 	if (tmp < 0)
 		die("mkstemp: %s", strerror(errno));
+	atexit(remove_path);
 	close(tmp);
 	int ret = io_uring_queue_init(16, &ring, 0);
 	if (ret < 0)
@@ -119,7 +127,6 @@ int main(void)
 	io_uring_prep_openat(sqe, AT_FDCWD, "/nonexistent/bufsel", O_RDONLY, 0);
 	one(sqe, 64);
 
-	unlink(path);
 	io_uring_queue_exit(&ring);
 	return 0;
 }

@@ -27,11 +27,12 @@ static void *own_ring(void *arg)
 	struct io_uring ring;
 	char path[] = "/tmp/bufsel-threads-XXXXXX";
 	int fd = mkstemp(path);
+	if (fd >= 0)
+		unlink(path);
 	if (fd < 0 || io_uring_queue_init(4, &ring, 0) < 0) {
 		t->err = "setup failed";
 		return NULL;
 	}
-	unlink(path);
 	char w[32];
 	for (unsigned r = 0; r < ROUNDS; r++) {
 		snprintf(w, sizeof(w), "thread %u round %u", t->id, r);
