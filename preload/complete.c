@@ -187,6 +187,12 @@ static unsigned reap_locked(struct ring *r)
 		}
 		posted += synth_flush(r, stail + posted, space - posted);
 	}
+	/* A TIMEOUT counted to its end goes after the CQEs that ended it, as
+	 * the kernel flushes timeouts as it commits its CQ. */
+	if (r->counting && posted) {
+		r->hooks->counted(r, stail + posted - atomic_load_explicit(&r->cq_timeouts, memory_order_relaxed));
+		posted += synth_flush(r, stail + posted, space - posted);
+	}
 	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);
 	r->rcq_taken = rhead + taken;
 	publish_head(r);

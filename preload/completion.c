@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -451,6 +452,58 @@ end:
 
 static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe);
 
+void counting_unlink(struct ring *r, struct req *q)
+{
+	for (struct req **at = &r->counting; *at; at = &(*at)->next_counting)
+		if (*at == q) {
+			*at = q->next_counting;
+			return;
+		}
+}
+
+/*
+ * As io_flush_timeouts: a TIMEOUT whose count is reached completes with 0
+ * (nothing with CQE_SKIP_SUCCESS) and counts as fired.  Its timer in the
+ * kernel goes with a TIMEOUT_REMOVE of bufsel's; whatever the timer posts
+ * before that is hidden (REQ_DONE).
+ */
+void rewrite_counted(struct ring *r, unsigned seq)
+{
+	struct req *q;
+	while ((q = r->counting) && (int32_t)(seq - q->target) >= 0) {
+		r->counting = q->next_counting;
+		q->flags |= REQ_DONE;
+		atomic_fetch_add_explicit(&r->cq_timeouts, 1, memory_order_release);
+		if (!(q->flags & REQ_SKIP_SUCCESS))
+			post(r, q->user_data, 0, 0);
+		struct req *rm = req_alloc(&r->reqs);
+		if (!rm)
+			continue;	/* the timer fires in its time, unseen */
+		rm->kind = REQ_PROBE;
+		memset(&rm->orig, 0, sizeof(rm->orig));
+		rm->orig.opcode = IORING_OP_TIMEOUT_REMOVE;
+		rm->orig.addr = req_tag(&r->reqs, q);
+		rm->orig.user_data = req_tag(&r->reqs, rm);
+		make_ready(r, rm);
+	}
+}
+
+/* The kernel's timer of a counting TIMEOUT: the program's CQE, unless the
+ * count came first. */
+static int complete_timeout(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int done = q->flags & REQ_DONE;
+	if (!done)
+		counting_unlink(r, q);
+	cqe->user_data = q->user_data;
+	req_free(&r->reqs, q);
+	if (done)
+		return 0;
+	if (cqe->res == -ETIME)
+		atomic_fetch_add_explicit(&r->cq_timeouts, 1, memory_order_release);
+	return 1;
+}
+
 /* One SEND of a bundle came back: its buffer is the program's again (the
  * kernel consumes a legacy buffer whatever the send's result), and the
  * bundle goes on to the next buffer unless the send failed or its selection
@@ -528,6 +581,8 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 	case REQ_PROBE:
 		req_free(&r->reqs, q);
 		return 0;
+	case REQ_TIMEOUT:
+		return complete_timeout(r, q, cqe);
 	case REQ_CANCEL_ALL:
 		cqe->user_data = q->user_data;
 		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;
@@ -575,13 +630,20 @@ void rewrite_followup(struct ring *r)
 	unsigned placed = 0;
 	for (struct req *q = list, *next; q; q = next) {
 		next = q->next_ready;
-		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL     ? &q->orig
+		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL || q->kind == REQ_PROBE ? &q->orig
 						   : q->kind == REQ_RECV_MULTI ||
 							     q->kind == REQ_SEND_BUNDLE ? &q->next
 											: NULL;
 		/* A stream's next step goes alone: its chain waits for its end. */
 		int multi = q->kind == REQ_RECV_MULTI || q->kind == REQ_SEND_BUNDLE;
 		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
+		if (n < 0 && q->kind == REQ_PROBE) {
+			/* A TIMEOUT_REMOVE of bufsel's: the timer fires unseen. */
+			spin_lock(&r->cq_lock);
+			req_free(&r->reqs, q);
+			spin_unlock(&r->cq_lock);
+			continue;
+		}
 		if (n < 0) {
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_NO_ROOM, "no room in the real SQ for a held chain: its SQEs are cancelled");
 			spin_lock(&r->cq_lock);

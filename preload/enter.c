@@ -181,6 +181,14 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	 * A completion bufsel consumes itself does not count for the program,
 	 * so the wait goes on until the shadow has what was asked. */
 	int early = 0;
+	/* The kernel's wait also ends early for min_wait, and for a TIMEOUT
+	 * that fired; bufsel sees the program's fire (timeouts_fired), except
+	 * past those it tracks, and a timer of bufsel's own (a counting
+	 * TIMEOUT's, still in the kernel after its count) must not end the
+	 * program's wait. */
+	struct io_uring_getevents_arg pga;
+	int kernel_early = (!read_ext_arg(flags, argp, argsz, &pga) && pga.pad) ||
+			   atomic_load_explicit(&r->tmo_n, memory_order_relaxed) >= TMO_TRACKED;
 	if (ready && min_complete && ready < min_complete)
 		argp = min_wait_arg(flags, argp, argsz, &ga, &mts);
 	do {
@@ -215,9 +223,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			ret = 0;
 			if (want) {
 				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, arg, argsz);
-				/* The kernel's wait ends before min_complete only for
-				 * a fired timeout or min_wait: so does the program's. */
-				early = ret >= 0 &&
+				early = kernel_early && ret >= 0 &&
 					(int)(atomic_load_explicit(r->rcq_tail, memory_order_acquire) - target) < 0;
 				complete_wait_end(r);
 			}

@@ -116,7 +116,7 @@ struct req *req_lookup(struct req_table *t, uint64_t user_data)
 static int cancellable(const struct req *q, uint64_t ud)
 {
 	return q->live && q->user_data == ud && q->kind != REQ_STANDIN && q->kind != REQ_SENTINEL &&
-	       q->kind != REQ_CANCEL_ALL && !(q->flags & REQ_DONE);
+	       q->kind != REQ_CANCEL_ALL && q->kind != REQ_PROBE && !(q->flags & REQ_DONE);
 }
 
 unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned max)
@@ -135,6 +135,26 @@ struct req *req_find_user_data(struct req_table *t, uint64_t ud)
 {
 	uint64_t tag;
 	return req_tags_of(t, ud, &tag, 1) ? req_lookup(t, tag) : NULL;
+}
+
+struct req *req_find_timeout(struct req_table *t, uint64_t ud)
+{
+	/* One still counting first: one that reached its count is, for the
+	 * program, complete, whatever its timer in the kernel still does. */
+	struct req *found = NULL, *done = NULL;
+	spin_lock(&t->lock);
+	for (uint32_t c = 0; c < t->nchunks && !found; c++)
+		for (uint32_t i = 0; i < REQ_CHUNK && !found; i++) {
+			struct req *q = &t->chunk[c][i];
+			if (q->live && q->kind == REQ_TIMEOUT && q->user_data == ud) {
+				if (!(q->flags & REQ_DONE))
+					found = q;
+				else if (!done)
+					done = q;
+			}
+		}
+	spin_unlock(&t->lock);
+	return found ? found : done;
 }
 
 void req_table_destroy(struct req_table *t)

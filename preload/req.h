@@ -36,6 +36,8 @@ enum req_kind {
 	REQ_CANCEL_ALL,		/* the program's cancel-all by user_data: res more were found */
 	REQ_PROBE,		/* a NOP behind a part of a batch: did the kernel take it all? */
 	REQ_SEND_BUNDLE,	/* a bundle SEND on a legacy group: one SEND per buffer */
+	REQ_TIMEOUT,		/* the program's TIMEOUT with a completion count, which
+				 * bufsel counts (the kernel's timer goes with off 0) */
 };
 
 enum req_flags {
@@ -88,6 +90,8 @@ struct req {
 	uint8_t stashed;
 	struct req *next_ready;		/* on the ring's list of chains to issue */
 	struct req *next_parked;	/* on the ring's list of receives waiting for a buffer */
+	uint32_t target;		/* TIMEOUT: the CQE count (ring.h, cq_seq) that ends it */
+	struct req *next_counting;	/* TIMEOUT: on the ring's list of counting timeouts */
 };
 
 struct req_table {
@@ -113,6 +117,9 @@ uint64_t req_tag(const struct req_table *t, const struct req *q);
 struct req *req_lookup(struct req_table *t, uint64_t user_data);
 /* A live request carrying the program's user_data ud (for cancels), or NULL. */
 struct req *req_find_user_data(struct req_table *t, uint64_t ud);
+/* A live counting TIMEOUT with the program's user_data ud (one that has not
+ * reached its count, if there is one), or NULL. */
+struct req *req_find_timeout(struct req_table *t, uint64_t ud);
 /* The tags of up to max live requests carrying ud; returns how many. */
 unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned max);
 void req_table_destroy(struct req_table *t);

@@ -50,6 +50,9 @@
 #ifndef IORING_RECVSEND_BUNDLE
 #define IORING_RECVSEND_BUNDLE (1U << 4)	/* 6.10 */
 #endif
+#ifndef IORING_TIMEOUT_MULTISHOT
+#define IORING_TIMEOUT_MULTISHOT (1U << 6)	/* 6.4 */
+#endif
 
 /* A user_data no request can have: bufsel's own tag space, generation 0xffff
  * of a slot that never exists. */
@@ -1275,15 +1278,90 @@ static int cancels_all_by_user_data(const struct io_uring_sqe *sqe)
 	       !(sqe->cancel_flags & (IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ANY));
 }
 
+/* A TIMEOUT whose count bufsel keeps (count_timeout), as far as the SQE
+ * alone tells. */
+static int counts_completions(const struct io_uring_sqe *sqe)
+{
+	return sqe->opcode == IORING_OP_TIMEOUT && (uint32_t)sqe->off && !(sqe->flags & SQE_LINK_FLAGS) &&
+	       !(sqe->timeout_flags & IORING_TIMEOUT_MULTISHOT);
+}
+
 static int rewrite_wants(const struct io_uring_sqe *sqe)
 {
-	return rewrite_wanted(sqe);
+	return rewrite_wanted(sqe) || counts_completions(sqe) || sqe->opcode == IORING_OP_TIMEOUT_REMOVE;
+}
+
+/*
+ * The program's TIMEOUT with a completion count, alone (a chain's member is
+ * issued only when its turn comes, and a TIMEOUT that links on must fail or
+ * go on as the kernel's does): the kernel gets the timer alone (off 0)
+ * under a tag, and bufsel counts the program's CQEs (ring.h, cq_seq0).
+ * Without a request slot it goes as it is, counted by the kernel.
+ */
+static void count_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	struct req *q = req_alloc(&r->reqs);
+	if (!q)
+		return;
+	q->kind = REQ_TIMEOUT;
+	q->user_data = sqe->user_data;
+	q->target = r->cq_seq0 + (uint32_t)sqe->off;
+	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
+		q->flags |= REQ_SKIP_SUCCESS;
+	sqe->off = 0;
+	sqe->user_data = req_tag(&r->reqs, q);
+	/* In the order they complete in, as the kernel's timeout list is. */
+	spin_lock(&r->cq_lock);
+	struct req **at = &r->counting;
+	while (*at && (int32_t)(q->target - (*at)->target) >= 0)
+		at = &(*at)->next_counting;
+	q->next_counting = *at;
+	*at = q;
+	spin_unlock(&r->cq_lock);
+	u->kind = UNDO_REQ;
+	u->req = q;
+}
+
+/* A TIMEOUT_REMOVE or TIMEOUT_UPDATE finds the program's TIMEOUT by
+ * user_data: one bufsel counts goes by its tag, or, having reached its
+ * count, is found no more. */
+static void retarget_timeout(struct ring *r, struct io_uring_sqe *sqe)
+{
+	if (sqe->timeout_flags & IORING_LINK_TIMEOUT_UPDATE)
+		return;
+	struct req *q = req_find_timeout(&r->reqs, sqe->addr);
+	if (!q)
+		return;
+	if (q->flags & REQ_DONE) {
+		sqe->addr = NO_SUCH_REQUEST;
+		return;
+	}
+	sqe->addr = req_tag(&r->reqs, q);
+	/* A removal that passes io_timeout_remove_prep takes the TIMEOUT off
+	 * the kernel's list before its own CQE is posted: that CQE, and those
+	 * after it, no longer count for it. */
+	if (!sqe->timeout_flags && !sqe->buf_index && !sqe->len && !sqe->splice_fd_in &&
+	    !(sqe->flags & (IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT))) {
+		spin_lock(&r->cq_lock);
+		counting_unlink(r, q);
+		spin_unlock(&r->cq_lock);
+	}
 }
 
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain)
 {
 	const struct opdef *def = opdef_get(sqe->opcode);
 	u->kind = UNDO_NONE;
+	if (sqe->opcode == IORING_OP_TIMEOUT) {
+		if (!in_chain && counts_completions(sqe))
+			count_timeout(r, sqe, u);
+		return NULL;
+	}
+	if (sqe->opcode == IORING_OP_TIMEOUT_REMOVE) {
+		if (r->reqs.live)
+			retarget_timeout(r, sqe);
+		return NULL;
+	}
 	if (sqe->opcode == IORING_OP_ASYNC_CANCEL) {
 		/* In a chain it cancels when its turn comes, not now. */
 		if (in_chain && r->reqs.live && cancels_all_by_user_data(sqe))
@@ -1400,6 +1478,11 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 	case UNDO_REQ:
 		if (u->req->flags & REQ_STANDIN_BUF)
 			pool_locked_putback(r, &u->req->buf);
+		if (u->req->kind == REQ_TIMEOUT) {
+			spin_lock(&r->cq_lock);
+			counting_unlink(r, u->req);
+			spin_unlock(&r->cq_lock);
+		}
 		req_free(&r->reqs, u->req);
 		break;
 	case UNDO_PROVIDE:
@@ -1444,4 +1527,5 @@ const struct ring_hooks rewrite_hooks = {
 	.submit_error = rewrite_submit_error,
 	.fail_member = rewrite_fail_member,
 	.followup = rewrite_followup,
+	.counted = rewrite_counted,
 };

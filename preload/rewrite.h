@@ -68,5 +68,9 @@ void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsign
  * chains that completions made ready to issue. */
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe);
 void rewrite_followup(struct ring *r);
+/* Counting TIMEOUTs (completion.c): the program's CQ reached seq; and one
+ * leaves the ring's list.  Both under cq_lock. */
+void rewrite_counted(struct ring *r, unsigned seq);
+void counting_unlink(struct ring *r, struct req *q);
 
 #endif

@@ -56,6 +56,9 @@ struct ring_hooks {
 	void (*fail_member)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	/* Work the completion path queued that needs the SQ (outside cq_lock). */
 	void (*followup)(struct ring *r);
+	/* The program's CQ has come to seq (ring_cq_seq): counting TIMEOUTs
+	 * that reached their count complete (cq_lock held). */
+	void (*counted)(struct ring *r, unsigned seq);
 };
 
 /* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock).
@@ -185,6 +188,19 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	atomic_uint tmo_n;
 	atomic_uint cq_timeouts;
 	uint64_t tmo_ud[TMO_TRACKED];
+	/*
+	 * A TIMEOUT with a count (sqe->off) completes once the CQ has had that
+	 * many more CQEs than when it was issued, those of fired timeouts not
+	 * counted (the kernel's cached_cq_tail - cq_timeouts).  The kernel's CQ
+	 * under bufsel also gets CQEs the program never sees (bufsel's polls
+	 * and probes), so bufsel counts such TIMEOUTs itself, against the
+	 * program's CQ (ring_cq_seq): cq_seq0 is where it stood when the batch
+	 * being submitted began (sq_lock; the CQEs of requests that complete at
+	 * submission count, as the kernel posts them after the batch), and
+	 * counting lists the TIMEOUTs still counting (cq_lock).
+	 */
+	unsigned cq_seq0;
+	struct req *counting;
 
 	/*
 	 * SQPOLL: a bufsel thread of its own (mover.c) is the program's SQ
@@ -285,6 +301,13 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries)
 /* A mapping of bufsel's that r no longer uses, unmapped later (retired). */
 void ring_retire(struct ring *r, void *addr, size_t len);
 int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
+/* How many CQEs the program's CQ has had, less fired timeouts' (cq_seq0).
+ * Under cq_lock. */
+static inline unsigned ring_cq_seq(const struct ring *r)
+{
+	return atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed) -
+	       atomic_load_explicit(&r->cq_timeouts, memory_order_relaxed);
+}
 /* Calls fn for every live ring, holding a reference. */
 /* Slot numbers, for references that must not hold the ring (the mover's
  * epoll): ring_get_slot takes a reference if the slot still holds the

@@ -91,8 +91,10 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	}
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
 		r->kernel_skip = 1;
-	/* The program's own TIMEOUT, not a stand-in bufsel made of another SQE. */
-	if (src->opcode == IORING_OP_TIMEOUT && sqe->opcode == IORING_OP_TIMEOUT && r->undo)
+	/* The program's own TIMEOUT, not a stand-in bufsel made of another SQE,
+	 * nor one bufsel counts itself (which counts its own firing). */
+	if (src->opcode == IORING_OP_TIMEOUT && sqe->opcode == IORING_OP_TIMEOUT && r->undo &&
+	    r->undo[st->copied].kind != UNDO_REQ)
 		timeouts_submitted(r, sqe->user_data);
 	real_slot_publish(r, slot);
 	st->copied++;
@@ -176,6 +178,13 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 
 	*b = (struct submit_batch){ .wanted = to_submit, .sh_head = head, .real_tail = rtail,
 				    .empty = !n, .n = n };
+	if (n && r->hooks) {
+		/* Natively the kernel's CQ already holds what bufsel has not
+		 * moved yet: a TIMEOUT of this batch does not count those. */
+		spin_lock(&r->cq_lock);
+		r->cq_seq0 = ring_cq_seq(r) + (atomic_load_explicit(r->rcq_tail, memory_order_acquire) - r->rcq_taken);
+		spin_unlock(&r->cq_lock);
+	}
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = sq_index(s, head, i);

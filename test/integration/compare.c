@@ -56,6 +56,7 @@
 	X(cq_unattended, 10, true, true)       \
 	X(bs_wait_many, 10, true, false) /* 5.6 lacks multishot RECV: 6.0 */ \
 	X(bs_timeout_wait, 15, true, true)     \
+	X(bs_timeout_count, 15, true, false) /* 5.6 lacks CQE_SKIP_SUCCESS: 5.17 */ \
 	X(mshot_overflow, 10, true, false) /* 5.6 lacks multishot POLL: 5.13 */ \
 	X(socket_recv, 10, true, false) /* 5.6 lacks SHUTDOWN: 5.11 */ \
 	X(link_fail, 10, true, true)           \

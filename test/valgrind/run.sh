@@ -77,6 +77,7 @@ fork_setup_race:400 processes, each started under memcheck, run past the time li
 sqpoll_wakeup:spins on CQ memory while bufsel's SQPOLL thread must run, and valgrind 3.19's default scheduling lock (--fair-sched=no) lets the spinning thread take it back every time: the thread never runs (with --fair-sched=yes the output is the native one)
 taskrun_flag:under valgrind bufsel cannot map the kernel's SQ flags word into the program's view of the ring (valgrind refuses the mremap that makes a second mapping of a page), so a DEFER_TASKRUN | TASKRUN_FLAG ring shows IORING_SQ_TASKRUN always (docs/ARCHITECTURE.md)
 bs_timeout_wait:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so its writing thread runs only once the wait's timeout has ended it
+bs_timeout_count:its case 3 writes from a second thread while the main thread waits in io_uring_enter, which valgrind 3.19 does not let run until the wait ends
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
 
 VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
