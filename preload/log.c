@@ -1,3 +1,4 @@
+#define _GNU_SOURCE	/* strerrordesc_np */
 #include "preload/log.h"
 
 #include <stdarg.h>
@@ -294,4 +295,10 @@ int log_first(enum log_once what)
 {
 	unsigned bit = 1u << what;
 	return !(atomic_fetch_or_explicit(&bufsel.warned, bit, memory_order_relaxed) & bit);
+}
+
+const char *log_errname(int err)
+{
+	const char *desc = strerrordesc_np(-err);
+	return desc ? desc : "Unknown error";
 }

@@ -16,6 +16,10 @@ void bufsel_log(enum bufsel_log_level level, const char *fmt, ...);
 /* For the few lines that must never be dropped (the exit summary). */
 __attribute__((format(printf, 2, 3)))
 void bufsel_log_uncapped(enum bufsel_log_level level, const char *fmt, ...);
+/* strerror(-err) in English, for log lines on the trapped path and in
+ * signal handlers: strerror translates, which takes the locale's locks and
+ * may allocate. */
+const char *log_errname(int err);
 
 static inline int bufsel_log_on(enum bufsel_log_level level)
 {

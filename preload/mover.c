@@ -292,7 +292,7 @@ void mover_sq_launch(struct ring *r)
 		return;
 	atomic_fetch_sub(&r->refs, 1);
 	log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "SQPOLL ring: no poller thread (%s): every submission enters",
-		 strerror(-err));
+		 log_errname(err));
 	r->has_mover = 0;
 	complete_reap(r);
 }
@@ -340,6 +340,7 @@ static int process_mover(void)
 	int st = atomic_load_explicit(&bufsel.mover_state, memory_order_acquire);
 	while (st == 0 || st == 1) {
 		if (st == 0 && atomic_compare_exchange_strong(&bufsel.mover_state, &st, 1)) {
+			atomic_store_explicit(&bufsel.mover_starter, spin_self(), memory_order_relaxed);
 			int ep = high_fd(sys_call3(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0));
 			int err = ep < 0 ? ep : start_thread(process_mover_main, (void *)(long)ep);
 			if (err && ep >= 0)
@@ -349,6 +350,11 @@ static int process_mover(void)
 			atomic_store_explicit(&bufsel.mover_state, st, memory_order_release);
 			break;
 		}
+		/* A signal handler that sets up a ring while its own thread is
+		 * starting the mover would wait for itself: this ring goes
+		 * without (its CQEs move on enter). */
+		if (st == 1 && atomic_load_explicit(&bufsel.mover_starter, memory_order_relaxed) == spin_self())
+			return -EDEADLK;
 		sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 		st = atomic_load_explicit(&bufsel.mover_state, memory_order_acquire);
 	}

@@ -233,7 +233,7 @@ static void refused_by_system(const char *what, int err)
 {
 	patch.enabled = false;
 	log_once(BUFSEL_LOG_INFO, ONCE_NO_PATCH, "site patching off: %s: %s; io_uring calls stay on the trap path",
-		 what, strerror(-err));
+		 what, log_errname(err));
 }
 
 static bool system_refusal(int err)

@@ -213,7 +213,7 @@ static long resize_locked(struct ring *r, const long a[6], const struct io_uring
 	struct resize_new n;
 	if ((err = new_alloc(r, &np, &n))) {
 		log_once(BUFSEL_LOG_WARN, ONCE_RESIZE, "ring fd %d: no memory for a resized shadow (%s)", r->prog_fd,
-			 strerror(-err));
+			 log_errname(err));
 		return err;
 	}
 	kp = *p;
@@ -236,7 +236,7 @@ static long resize_locked(struct ring *r, const long a[6], const struct io_uring
 	if ((err = follow_real(r, &kp, &n))) {
 		/* The kernel's rings moved where bufsel cannot see them. */
 		log_once(BUFSEL_LOG_ERROR, ONCE_RESIZE, "ring fd %d: resized rings cannot be mapped (%s)", r->prog_fd,
-			 strerror(-err));
+			 log_errname(err));
 		new_free(&n);
 		return err;
 	}

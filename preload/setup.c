@@ -432,7 +432,7 @@ long emu_setup(const long a[6])
 		 * not (a program at its RLIMIT_NOFILE with one fd left): the
 		 * program still gets the ring it would get natively. */
 		log_once(BUFSEL_LOG_WARN, ONCE_NO_SHADOW, "ring fd %ld: no room for a shadow (%s): passed through to the kernel", fd,
-			 strerror(-err));
+			 log_errname(err));
 		ring_abandon(r);
 		if (own_mem) {
 			/* Its rings were bufsel's memory, gone with the shadow: the
@@ -462,7 +462,7 @@ long emu_setup(const long a[6])
 		r->cq_moved = 1;	/* its CQ fills only in the program's enters */
 	else if ((err = (p.flags & IORING_SETUP_SQPOLL) ? mover_start(r) : mover_watch(r)))
 		log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "ring fd %ld: no completion mover (%s): completions move only when the program enters",
-			 fd, strerror(-err));
+			 fd, log_errname(err));
 	complete_reap(r);	/* the flags of a ring with a mover */
 	atomic_fetch_add_explicit(&bufsel.n.rings, 1, memory_order_relaxed);
 	log_debug("ring fd %ld: shadowed (sq %u, cq %u, flags 0x%x)", fd, p.sq_entries,

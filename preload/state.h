@@ -41,6 +41,7 @@ struct bufsel_state {
 	 * 2 running, -errno failed; its epoll fd (high, close-on-exec). */
 	atomic_int mover_state;
 	int mover_epfd;
+	atomic_int mover_starter;	/* the thread that set mover_state to 1 */
 	/* bufsel threads created but not yet running their own code: a fork
 	 * waits for them (mover_before_fork). */
 	atomic_int threads_starting;

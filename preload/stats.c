@@ -227,7 +227,7 @@ static void report(const char *path, const char *what, int err)
 	char q[512];	/* a message, not the path: a long one is cut with "..." */
 	escape(q, sizeof(q), path);
 	log_warn("stats: %s: %s%s%s; no statistics written", q, what, err ? ": " : "",
-		 err ? strerror(-err) : "");
+		 err ? log_errname(err) : "");
 }
 
 /* tmp: the same directory as path, ".NAME.bufsel-PID-N", a name nobody else picks. */
