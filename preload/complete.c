@@ -148,10 +148,17 @@ unsigned complete_reap(struct ring *r)
 
 unsigned complete_reap_follow(struct ring *r)
 {
+	/* A receive the mover is issuing right now (followup_busy) was
+	 * natively done before this call: its CQE must be there when it
+	 * returns.  The mover issues under sq_lock. */
+	if (atomic_load_explicit(&r->followup_busy, memory_order_acquire)) {
+		spin_lock(&r->sq_lock);
+		spin_unlock(&r->sq_lock);
+	}
 	unsigned n = complete_reap(r);
 	/* What is issued may complete at once and release more. */
 	for (int rounds = 0; r->hooks && r->ready && rounds < 64; rounds++) {
-		r->hooks->followup(r);
+		r->hooks->followup(r, 0);
 		n += complete_reap(r);
 	}
 	return n;

@@ -615,18 +615,44 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 	return 1;
 }
 
-void rewrite_followup(struct ring *r)
+/* A receive whose data came, with nothing chained behind it (nor a
+ * LINK_TIMEOUT), or bufsel's own TIMEOUT_REMOVE: what the mover issues
+ * between the program's enters. */
+static int unattended_ok(const struct req *q)
+{
+	return (q->kind == REQ_RECV_SEL && !q->nheld && !q->timeout) || q->kind == REQ_PROBE;
+}
+
+/*
+ * Takes what is ready to issue, in order; unattended (the mover): only up
+ * to the first request that is not unattended_ok.  A stream's steps are
+ * paced by the program's enters (a multishot receive ends where the
+ * program's CQ overflows), and a held chain's CQEs keep their order against
+ * what the program submits next.  Under sq_lock: what is taken is issued
+ * before anyone else submits.
+ */
+static struct req *take_ready(struct ring *r, int unattended)
+{
+	spin_lock(&r->cq_lock);
+	struct req *list = r->ready, **cut = &list;
+	while (*cut && (!unattended || unattended_ok(*cut)))
+		cut = &(*cut)->next_ready;
+	r->ready = *cut;
+	*cut = NULL;
+	spin_unlock(&r->cq_lock);
+	return list;
+}
+
+void rewrite_followup(struct ring *r, int unattended)
 {
 	if (!r->ready)
 		return;
-	spin_lock(&r->cq_lock);
-	struct req *list = r->ready;
-	r->ready = NULL;
-	spin_unlock(&r->cq_lock);
-	if (!list)
-		return;
-
 	spin_lock(&r->sq_lock);
+	struct req *list = take_ready(r, unattended);
+	if (!list) {
+		spin_unlock(&r->sq_lock);
+		return;
+	}
 	unsigned placed = 0;
 	for (struct req *q = list, *next; q; q = next) {
 		next = q->next_ready;

@@ -269,6 +269,12 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	/* What the program consumed on other rings is given back first: a
 	 * request submitted now may poll one of their fds. */
 	mover_reap_others(r);
+	/* An enter runs the task work already queued before its SQEs: a
+	 * receive whose data came before it gets that data, not a request
+	 * submitted now.  (DEFER_TASKRUN: only a wait runs it.) */
+	if (r->hooks && !sqpoll && !(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) &&
+	    __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED))
+		complete_reap_follow(r);
 	if (to_submit || sqpoll) {
 		ret = enter_submit(r, to_submit, flags, &wait);
 		if (ret < 0)

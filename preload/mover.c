@@ -303,13 +303,18 @@ void mover_sq_launch(struct ring *r)
  * may spin on the CQ without ever entering.  One thread sleeps on every
  * such ring at once (epoll, edge-triggered: a shadow that is full, or a
  * waiter that holds the real head back, leaves the real CQ readable, and
- * the mover must not spin on it) and moves what arrives.  It never submits:
- * a SINGLE_ISSUER ring takes SQEs from one task only, and a receive it
- * issued would take its data from the socket before its CQE is in the
- * shadow, a moment a program that polls the socket can see (natively both
- * happen before the system call that brought the data returns).  What a
- * completion releases is issued by the program's next enter, which
- * IORING_SQ_TASKRUN asks for.  Epoll holds no reference to a ring's file, so the program's
+ * the mover must not spin on it) and moves what arrives.  A receive whose
+ * poll saw data, with nothing chained behind it, it issues too, as the
+ * kernel's task work would have received it: liburing's waits bounded by a
+ * TIMEOUT SQE (kernels without IORING_ENTER_EXT_ARG) peek before they enter
+ * and, finding nothing, wait again without their timeout.  It issues under
+ * sq_lock with followup_busy set, so an enter that comes meanwhile waits
+ * for it and finds the CQE, as natively the receive was done before that
+ * enter.  Other work a completion releases (a multishot receive's next
+ * step, a held chain) waits for the program's next enter, which
+ * IORING_SQ_TASKRUN asks for; and nothing is issued on a SINGLE_ISSUER ring,
+ * which takes SQEs from one task only, nor through an fd number that no
+ * longer names the ring (the program closed it unseen).  Epoll holds no reference to a ring's file, so the program's
  * last close still ends the ring; a ring is named by slot and serial, so a
  * stale event finds nothing.
  */
@@ -329,6 +334,15 @@ static void *process_mover_main(void *arg)
 			if (!r)
 				continue;
 			complete_reap(r);
+			if (r->hooks && r->ready && !(r->setup_flags & IORING_SETUP_SINGLE_ISSUER) &&
+			    ring_fd_names(r)) {
+				atomic_store_explicit(&r->followup_busy, 1, memory_order_release);
+				for (int rounds = 0; r->ready && rounds < 64; rounds++) {
+					r->hooks->followup(r, 1);
+					complete_reap(r);
+				}
+				atomic_store_explicit(&r->followup_busy, 0, memory_order_release);
+			}
 			ring_put(r);
 		}
 	}

@@ -56,6 +56,11 @@ static int same_file(int fd, const struct ring *r)
 	return st.st_ino == r->ino && st.st_dev == r->dev;
 }
 
+int ring_fd_names(const struct ring *r)
+{
+	return r->priv_fd >= 0 || same_file(atomic_load_explicit(&r->real_fd, memory_order_relaxed), r);
+}
+
 /*
  * Files made with anon_inode_getfile share one inode (eventfd does); a ring
  * made so would not be told apart from another by its inode.  6.18 gives each

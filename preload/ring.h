@@ -54,8 +54,9 @@ struct ring_hooks {
 	/* An SQE of a chain that fails at submission: rewritten so that the
 	 * kernel fails or cancels it with the chain, and nothing runs. */
 	void (*fail_member)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
-	/* Work the completion path queued that needs the SQ (outside cq_lock). */
-	void (*followup)(struct ring *r);
+	/* Work the completion path queued that needs the SQ (outside cq_lock
+	 * and sq_lock); unattended: only what the mover may issue. */
+	void (*followup)(struct ring *r, int unattended);
 	/* The program's CQ has come to seq (ring_cq_seq): counting TIMEOUTs
 	 * that reached their count complete (cq_lock held). */
 	void (*counted)(struct ring *r, unsigned seq);
@@ -233,6 +234,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * IORING_SQ_TASKRUN always, to send the program in.
 	 */
 	int cq_moved;
+	/* The mover is issuing what completions released (mover.c). */
+	atomic_int followup_busy;
 	int mover_wake_fd;	/* SQPOLL: eventfd that wakes the poller (IORING_ENTER_SQ_WAKEUP,
 				 * or the ring is gone) */
 	int mover_ep;		/* SQPOLL: the epoll the sleeping poller waits in: that
@@ -283,6 +286,9 @@ static inline int ring_fd(struct ring *r)
 {
 	return r->priv_fd >= 0 ? r->priv_fd : atomic_load_explicit(&r->real_fd, memory_order_relaxed);
 }
+/* Does ring_fd(r) name r's file still (an unpinned ring's is the program's
+ * fd, which it may have closed unseen)?  1 or 0. */
+int ring_fd_names(const struct ring *r);
 /* Fills ino/dev from fd and tells whether the ring can go unpinned (its
  * file has an inode of its own): 1, or 0. */
 int ring_identify(struct ring *r, int fd);

@@ -7,6 +7,8 @@
  *  - a NOP submitted on one ring completes a POLL_ADD another ring has on
  *    the first ring's fd: natively that CQE is in the second ring's CQ when
  *    the submit returns;
+ *  - a buffer-select RECV (legacy provided buffers) another thread's send
+ *    completes, while this one spins: bufsel's thread receives it;
  * (IORING_SQ_TASKRUN is not printed: the kernel never sets it on these
  * rings, bufsel shows it on every ring but DEFER_TASKRUN ones, README.)
  * Loops are bounded (3 s): a completion that never shows fails the test.
@@ -14,6 +16,7 @@
 #include "test/prog/cqe_print.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -46,14 +49,14 @@ static void print_all(struct io_uring *ring, const char *what)
 	io_uring_cq_advance(ring, n);
 }
 
-static int pipe_w;
+static int pipe_w, sock_w;
 
 static void *late_writer(void *arg)
 {
-	(void)arg;
+	int fd = *(int *)arg;
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
 	nanosleep(&ts, NULL);
-	if (write(pipe_w, "data", 4) != 4)
+	if (write(fd, "data", 4) != 4)
 		return (void *)1;
 	return NULL;
 }
@@ -74,7 +77,7 @@ int main(void)
 	if (io_uring_submit(&a) != 1)
 		return 1;
 	pthread_t t;
-	pthread_create(&t, NULL, late_writer, NULL);
+	pthread_create(&t, NULL, late_writer, &pipe_w);
 	int seen = !spin_for(&a, 1, 3.0);
 	pthread_join(t, NULL);
 	printf("read completed by another thread's write, seen without entering: %s\n",
@@ -99,6 +102,29 @@ int main(void)
 	spin_for(&b, 1, 3.0);
 	spin_for(&a, 1, 3.0);
 	print_all(&b, "ring b");
+	print_all(&a, "ring a");
+
+	/* 3: a buffer-select RECV another thread's send completes. */
+	static char bufs[2][16];
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return 1;
+	sock_w = sv[1];
+	sqe = io_uring_get_sqe(&a);
+	io_uring_prep_provide_buffers(sqe, bufs, sizeof(bufs[0]), 2, 5, 0);
+	sqe->user_data = 4;
+	sqe = io_uring_get_sqe(&a);
+	io_uring_prep_recv(sqe, sv[0], NULL, sizeof(bufs[0]), 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 5;
+	sqe->user_data = 5;
+	if (io_uring_submit(&a) != 2)
+		return 1;
+	pthread_create(&t, NULL, late_writer, &sock_w);
+	seen = !spin_for(&a, 2, 3.0);
+	pthread_join(t, NULL);
+	printf("buffer-select recv completed by another thread's send, seen without entering: %s\n",
+	       seen ? "yes" : "no");
 	print_all(&a, "ring a");
 
 	io_uring_queue_exit(&b);

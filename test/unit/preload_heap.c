@@ -170,13 +170,20 @@ Test(heap, threads_at_once, .timeout = 60)
  * middle of the same allocator (same thread, same size classes). */
 static unsigned char *sig_slot[SLOTS];
 static size_t sig_len[SLOTS];
-static volatile sig_atomic_t sig_runs;
+static volatile sig_atomic_t sig_runs, sig_stop;
+
+/* Re-armed at the end of each run, not periodic: a handler slower than the
+ * period (ASan on a loaded machine) would otherwise run back to back and
+ * the interrupted code never get on. */
+static const struct itimerval next_alarm = { { 0, 0 }, { 0, 50 } };
 
 static void on_alarm(int sig)
 {
 	(void)sig;
 	churn((unsigned)sig_runs * 31u + 5u, 64, sig_slot, sig_len, 0xa5);
 	sig_runs++;
+	if (!sig_stop)
+		setitimer(ITIMER_REAL, &next_alarm, NULL);
 }
 
 Test(heap, signal_handler_interrupting_the_heap, .timeout = 60)
@@ -194,12 +201,12 @@ Test(heap, signal_handler_interrupting_the_heap, .timeout = 60)
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, thread_main, (void *)9), 0);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	struct itimerval it = { { 0, 50 }, { 0, 50 } };
-	cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+	cr_assert_eq(setitimer(ITIMER_REAL, &next_alarm, NULL), 0);
 	unsigned char *slot[SLOTS] = { 0 };
 	size_t len[SLOTS];
 	for (int round = 0; round < 10 || sig_runs < 200; round++)
 		churn((unsigned)round, 50000, slot, len, 0x3c);
+	sig_stop = 1;
 	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	setitimer(ITIMER_REAL, &off, NULL);
 	pthread_join(t, NULL);
