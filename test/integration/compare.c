@@ -365,7 +365,9 @@ static unsigned exit_reports(const struct run *r, const char *name, unsigned lon
 /*
  * bufsel's own count of buffers bound at once, where a program fixes it: the
  * idle-socket program has 10,000 receives pending on a group of 16, and
- * deferred binding means no more than the 16 are ever bound.
+ * deferred binding means no more than the 16 are ever bound (fewer when
+ * bufsel's thread receives each as its data comes, before the next binds;
+ * none at all would mean no receive went through a selected buffer).
  */
 static const struct {
 	const char *name;
@@ -387,8 +389,8 @@ static void expect_intercepted(const struct run *r, const struct prog *p)
 		  harness_tail(r->err, r->err_len, 3000));
 	for (size_t i = 0; i < sizeof(held_expect) / sizeof(held_expect[0]); i++)
 		if (!strcmp(held_expect[i].name, p->name))
-			cr_assert(held_peak_max == held_expect[i].held_peak,
-				  "%s, %s run: bufsel held %lu buffers at once, expected %lu",
+			cr_assert(held_peak_max >= 1 && held_peak_max <= held_expect[i].held_peak,
+				  "%s, %s run: bufsel held %lu buffers at once, expected 1 to %lu",
 				  p->name, mode_name[r->mode], held_peak_max, held_expect[i].held_peak);
 	if (p->uring)
 		cr_assert(setup >= 1, "%s, %s run: setup=%lu over %u exit reports: io_uring_setup was not intercepted\n"
