@@ -50,6 +50,16 @@ static void nop(struct io_uring *ring, unsigned long long ud)
 	sqe->user_data = ud;
 }
 
+/* What a liburing wait call returned, and its CQE if it gave one. */
+static void wait_print(struct io_uring *ring, const char *what, int ret, struct io_uring_cqe *cqe)
+{
+	printf("7: %s = %d\n", what, ret);
+	if (ret >= 0 && cqe) {
+		cqe_print(cqe);
+		io_uring_cqe_seen(ring, cqe);
+	}
+}
+
 static void *write_later(void *arg)
 {
 	(void)arg;
@@ -132,21 +142,13 @@ int main(void)
 	provide(&ring, 2, 15);
 	struct io_uring_cqe *cqe = NULL;
 	int ret = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &short_ts, NULL);
-	printf("7: submit_and_wait_timeout = %d\n", ret);
-	if (ret >= 0 && cqe) {
-		cqe_print(cqe);
-		io_uring_cqe_seen(&ring, cqe);
-	}
+	wait_print(&ring, "submit_and_wait_timeout", ret, cqe);
 	struct timespec pause = { 0, 150 * 1000 * 1000 };
 	nanosleep(&pause, NULL);
 	nop(&ring, 16);
 	submit_expect(&ring, 1);
 	ret = io_uring_wait_cqe_timeout(&ring, &cqe, &long_ts);
-	printf("7: wait_cqe_timeout = %d\n", ret);
-	if (ret >= 0 && cqe) {
-		cqe_print(cqe);
-		io_uring_cqe_seen(&ring, cqe);
-	}
+	wait_print(&ring, "wait_cqe_timeout", ret, cqe);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
