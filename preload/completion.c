@@ -564,14 +564,14 @@ void rewrite_followup(struct ring *r)
 {
 	if (!r->ready)
 		return;
-	spin_lock(&r->cq_lock);
+	spin_lock(&r->x->cq_lock);
 	struct req *list = r->ready;
 	r->ready = NULL;
-	spin_unlock(&r->cq_lock);
+	spin_unlock(&r->x->cq_lock);
 	if (!list)
 		return;
 
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	unsigned placed = 0;
 	for (struct req *q = list, *next; q; q = next) {
 		next = q->next_ready;
@@ -584,11 +584,11 @@ void rewrite_followup(struct ring *r)
 		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0) {
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_NO_ROOM, "no room in the real SQ for a held chain: its SQEs are cancelled");
-			spin_lock(&r->cq_lock);
+			spin_lock(&r->x->cq_lock);
 			if (first)
 				post(r, q->user_data, -EBUSY, 0);
 			cancel_held(r, q);
-			spin_unlock(&r->cq_lock);
+			spin_unlock(&r->x->cq_lock);
 			n = 0;
 		}
 		placed += (unsigned)n;
@@ -603,5 +603,5 @@ void rewrite_followup(struct ring *r)
 		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_SHORT, "the kernel took %ld of %u held SQEs", ret, placed);
 	}
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 }

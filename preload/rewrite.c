@@ -150,7 +150,7 @@ static int init_check(struct ring *r, const struct io_uring_sqe *sqe)
 {
 	if (sqe->flags & ~SQE_VALID_FLAGS)
 		return -EINVAL;
-	if ((sqe->flags & IOSQE_IO_DRAIN) && r->drain_disabled)
+	if ((sqe->flags & IOSQE_IO_DRAIN) && r->x->drain_disabled)
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -174,7 +174,7 @@ static int ioprio_check(uint16_t ioprio)
 
 void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret)
 {
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	if (opcode == IORING_REGISTER_PERSONALITY && ret > 0) {
 		if (r->npersonality < sizeof(r->personality) / sizeof(r->personality[0]))
 			r->personality[r->npersonality++] = (uint16_t)ret;
@@ -185,7 +185,7 @@ void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long
 			if (r->personality[i] == id)
 				r->personality[i] = r->personality[--r->npersonality];
 	}
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 }
 
 void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsigned nr_args)
@@ -199,9 +199,9 @@ void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsign
 			return;
 		nr = rr.nr;
 	}
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	r->files_nr = nr;
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 }
 
 /* A descriptor the kernel cannot resolve: a plain fd that is not open, or a
@@ -594,7 +594,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		 * kernel has to see one, since it turns IOSQE_IO_DRAIN off.  That
 		 * one request may never come back; its buffer counts as delivered
 		 * now and its slot stays with the ring. */
-		if (r->kernel_skip) {
+		if (r->x->kernel_skip) {
 			q->flags |= REQ_SKIP_SUCCESS;
 			sqe->flags &= ~IOSQE_CQE_SKIP_SUCCESS;
 		} else {
