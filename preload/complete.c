@@ -222,6 +222,12 @@ unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, uns
 	unsigned ready = complete_ready(r), want = 0;
 	if (ready < min_complete) {
 		r->x->cq_waiters++;
+		int me = spin_self();
+		for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++)
+			if (!r->x->waiter_tid[i]) {
+				r->x->waiter_tid[i] = me;
+				break;
+			}
 		unsigned head = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
 		unsigned unreleased = r->x->rcq_taken - head;
 		want = unreleased + (one ? 1 : min_complete - ready);
@@ -237,8 +243,36 @@ unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, uns
 void complete_wait_end(struct ring *r)
 {
 	spin_lock(&r->x->cq_lock);
-	r->x->cq_waiters--;
+	int me = spin_self();
+	for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++)
+		if (r->x->waiter_tid[i] == me) {
+			r->x->waiter_tid[i] = 0;
+			break;
+		}
+	if (r->x->cq_waiters)
+		r->x->cq_waiters--;
 	publish_head(r);
+	spin_unlock(&r->x->cq_lock);
+}
+
+void complete_prune_waiters(struct ring *r)
+{
+	if (!__atomic_load_n(&r->x->forked, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&r->x->cq_waiters, __ATOMIC_RELAXED))
+		return;
+	spin_lock(&r->x->cq_lock);
+	unsigned gone = 0;
+	for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++) {
+		int tid = r->x->waiter_tid[i];
+		if (tid && spin_tid_gone(tid)) {
+			r->x->waiter_tid[i] = 0;
+			gone++;
+		}
+	}
+	if (gone) {
+		r->x->cq_waiters = r->x->cq_waiters > gone ? r->x->cq_waiters - gone : 0;
+		publish_head(r);
+	}
 	spin_unlock(&r->x->cq_lock);
 }
 

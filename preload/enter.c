@@ -259,6 +259,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 
 	if (atomic_load_explicit(&r->inherited, memory_order_relaxed))
 		mover_adopt(r);
+	complete_prune_waiters(r);
 
 	/* The program's CQ flags (IORING_CQ_EVENTFD_DISABLED) are its to set
 	 * and the kernel's to read: carry them over on every way in. */

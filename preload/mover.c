@@ -331,6 +331,7 @@ static void *process_mover_main(void *arg)
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
 				continue;
+			complete_prune_waiters(r);
 			complete_reap(r);
 			ring_put(r);
 		}

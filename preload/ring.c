@@ -591,5 +591,7 @@ void ring_after_fork(void)
 		atomic_store(&r->reqs.lock.v, 0);
 		/* A queue of made CQEs in the heap is the parent's to move. */
 		r->synth_owner = 0;
+		if (r->x)
+			__atomic_store_n(&r->x->forked, 1, __ATOMIC_RELAXED);
 	}
 }

@@ -70,6 +70,7 @@ struct cqe_queue {
 };
 
 #define TMO_TRACKED 16
+#define RING_WAITERS_TRACKED 16
 #define RING_RETIRED_MAX 16
 
 /*
@@ -112,6 +113,12 @@ struct ring_shared {
 	 */
 	unsigned rcq_held, sh_released;
 	unsigned cq_waiters;	/* threads between complete_wait_begin and _end */
+	/* Their thread ids, as far as there is room (0: a free entry), so that
+	 * a waiter whose process was killed in its wait stops counting
+	 * (complete_prune_waiters); only once a fork shared the ring
+	 * (forked), a single process never needs it. */
+	int waiter_tid[RING_WAITERS_TRACKED];
+	int forked;
 	/* CQEs bufsel made, waiting for room (cq_lock).  Its reserve is in
 	 * the scratch mapping, shared too; a queue that outgrew it lives in
 	 * the heap of the process that grew it (ring.synth_owner), which

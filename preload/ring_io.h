@@ -71,6 +71,10 @@ void complete_sync_cq_flags(struct ring *r);
  */
 unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target);
 void complete_wait_end(struct ring *r);
+/* A ring shared across fork: waiters whose process died (killed in their
+ * wait) stop holding the real CQ head back.  Takes cq_lock; costs nothing
+ * on a ring no fork shared, or with no waiter. */
+void complete_prune_waiters(struct ring *r);
 /* A resize (resize.c), caller holding cq_lock: the CQEs the program has
  * not consumed (after giving back the real slots of those it has), and
  * their move into the new shadow ns, from_real and reserve being the new

@@ -52,6 +52,11 @@ static int alive_anywhere(int tid)
 	return raw3(SYS_kill, tid, 0, 0) != -ESRCH;
 }
 
+int spin_tid_gone(int tid)
+{
+	return !alive_anywhere(tid);
+}
+
 #define SPINS_BEFORE_YIELD	64
 #define YIELDS_PER_CHECK	64
 

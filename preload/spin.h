@@ -71,6 +71,9 @@ static inline void spin_unlock(struct spin *s)
 	atomic_store_explicit(&s->v, 0, memory_order_release);
 }
 
+/* Is tid no thread of any process any more (its process died)? */
+int spin_tid_gone(int tid);
+
 /* In a fork child: the cached id is the parent thread's. */
 void spin_after_fork(void);
 

@@ -8,7 +8,8 @@
  *  - CQEs of one batch reaped alternately by the two processes;
  *  - the parent blocked in a wait while the child submits what it waits
  *    for, and the other way round;
- *  - the parent going on alone after the child exits;
+ *  - the parent going on alone after the child exits, and after a child
+ *    killed while it waited in the kernel (for many times its CQ's size);
  *  - a second child whose parent has closed the ring (so nothing of the
  *    parent's moves its completions): a TIMEOUT's CQE still appears in its
  *    CQ while it spins on the CQ memory without entering the kernel.
@@ -17,6 +18,7 @@
  */
 #include "test/prog/cqe_print.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -198,6 +200,40 @@ int main(void)
 	submit("parent", 2);
 	take("parent");
 	take("parent");
+
+	/* A child killed while it waits in the kernel: the ring goes on for
+	 * the parent, through many times its CQ's size. */
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		struct io_uring_cqe *cqe;
+		token_send(to_parent[1]);
+		io_uring_wait_cqe(ring, &cqe);
+		_exit(1);
+	}
+	token_wait(to_parent[0]);
+	usleep(50000);
+	kill(pid, SIGKILL);
+	int status;
+	if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status))
+		die("child3 was not killed");
+	printf("parent: child3 killed in its wait\n");
+	unsigned seen = 0;
+	for (int round = 0; round < 40; round++) {
+		for (int i = 0; i < 8; i++)
+			nop(100 + (uint64_t)round * 8 + (uint64_t)i);
+		if (io_uring_submit(ring) != 8)
+			die("parent: round %d: short submit", round);
+		for (int i = 0; i < 8; i++) {
+			struct io_uring_cqe *cqe;
+			if (io_uring_wait_cqe(ring, &cqe))
+				die("parent: round %d: wait failed", round);
+			seen += cqe->user_data == 100 + (uint64_t)round * 8 + (uint64_t)i && cqe->res == 0;
+			io_uring_cqe_seen(ring, cqe);
+		}
+	}
+	printf("parent: %u of 320 NOPs completed in order after child3\n", seen);
 
 	/* A second child keeps the ring after the parent closes it. */
 	pid = fork();
