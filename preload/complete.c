@@ -197,8 +197,14 @@ static unsigned reap_locked(struct ring *r)
 	unsigned taken = 0, posted = synth_flush(r, stail, space);
 
 	while (taken < avail && posted < space && !r->x->synth.len) {
+		const struct io_uring_cqe *src = &r->rcqes[(rhead + taken) & r->rcq_mask];
+		/* Order is kept: what follows another process's CQE waits
+		 * with it for that process to move it. */
+		if (r->hooks && r->hooks->foreign && r->hooks->foreign(r, src))
+			break;
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
-		*dst = r->rcqes[(rhead + taken++) & r->rcq_mask];
+		*dst = *src;
+		taken++;
 		if (atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
 			timeouts_completed(r, dst);
 		if (!r->hooks || r->hooks->complete(r, dst)) {

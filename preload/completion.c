@@ -481,11 +481,34 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 	return 0;
 }
 
+/*
+ * A ring shared across fork: each process's request table is its own, so a
+ * CQE tagged by another process is left for that one to move (its mover
+ * watches the ring from its first enter on it; the parent's from setup).
+ * If that process is gone, nobody can answer it: the others take it, and
+ * hide it (rewrite_complete_cqe).
+ */
+int rewrite_foreign_cqe(struct ring *r, const struct io_uring_cqe *cqe)
+{
+	uint64_t ud = cqe->user_data;
+	if ((ud & REQ_TAG_MASK) != REQ_TAG_MAGIC)
+		return 0;
+	unsigned proc = req_tag_proc(ud);
+	if (proc == REQ_PROC_ANY || proc == r->reqs.proc)
+		return 0;
+	int pid = r->x->proc_pid[proc];
+	return pid > 0 && sys_call3(SYS_kill, pid, 0, 0) != -ESRCH;
+}
+
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 {
 	struct req *q = req_lookup(&r->reqs, cqe->user_data);
-	if (!q)
-		return 1;
+	if (!q) {
+		/* A request of a process that died (above). */
+		unsigned proc = req_tag_proc(cqe->user_data);
+		return (cqe->user_data & REQ_TAG_MASK) != REQ_TAG_MAGIC || proc == REQ_PROC_ANY ||
+		       proc == r->reqs.proc;
+	}
 	int post_it = complete_one(r, q, cqe);
 	/* Any completion may have given a buffer back, or ended the last of
 	 * bufsel's receives in flight. */

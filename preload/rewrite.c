@@ -1439,6 +1439,7 @@ const struct ring_hooks rewrite_hooks = {
 	.hold = rewrite_hold,
 	.undo = rewrite_undo,
 	.complete = rewrite_complete_cqe,
+	.foreign = rewrite_foreign_cqe,
 	.barrier = rewrite_barrier,
 	.probe = rewrite_probe,
 	.submit_error = rewrite_submit_error,

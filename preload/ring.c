@@ -112,6 +112,7 @@ struct ring *ring_alloc(void)
 			}
 			r->x = x;
 			r->x->sq_lock.shared = r->x->cq_lock.shared = r->x->tmo_lock.shared = 1;
+			r->x->proc_pid[0] = (int)sys_call3(SYS_getpid, 0, 0, 0);
 			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
 			atomic_store(&r->real_fd, -1);
 			atomic_store(&r->refs, 1);
@@ -591,7 +592,17 @@ void ring_after_fork(void)
 		atomic_store(&r->reqs.lock.v, 0);
 		/* A queue of made CQEs in the heap is the parent's to move. */
 		r->synth_owner = 0;
-		if (r->x)
-			__atomic_store_n(&r->x->forked, 1, __ATOMIC_RELAXED);
+		if (!r->x)
+			continue;
+		__atomic_store_n(&r->x->forked, 1, __ATOMIC_RELAXED);
+		/* Its requests are tagged with a number of its own; the ones
+		 * it inherited are the parent's, which answers their CQEs. */
+		unsigned proc = atomic_fetch_add(&r->x->nprocs, 1) + 1;
+		if (proc < REQ_PROC_ANY) {
+			r->x->proc_pid[proc] = (int)sys_call3(SYS_getpid, 0, 0, 0);
+			r->reqs.proc = proc;
+		} else {
+			r->reqs.proc = REQ_PROC_ANY;
+		}
 	}
 }

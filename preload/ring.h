@@ -43,6 +43,9 @@ struct ring_hooks {
 	void (*undo)(struct ring *r, struct rewrite_undo *u);
 	/* A real CQE: 1 to post (possibly patched), 0 to hide. */
 	int (*complete)(struct ring *r, struct io_uring_cqe *cqe);
+	/* A real CQE another process sharing the ring must move (its request
+	 * table answers it): 1 to leave it, and what follows, where it is. */
+	int (*foreign)(struct ring *r, const struct io_uring_cqe *cqe);
 	/* Would this SQE have to go to the kernel alone, after what precedes it? */
 	int (*barrier)(const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
@@ -119,6 +122,11 @@ struct ring_shared {
 	 * (forked), a single process never needs it. */
 	int waiter_tid[RING_WAITERS_TRACKED];
 	int forked;
+	/* The processes that used the ring, by their number in request tags
+	 * (req.h): the pid of each, so that a CQE left for one that died is
+	 * taken by the others after all.  nprocs: numbers handed out. */
+	atomic_uint nprocs;
+	int proc_pid[REQ_PROC_ANY];
 	/* CQEs bufsel made, waiting for room (cq_lock).  Its reserve is in
 	 * the scratch mapping, shared too; a queue that outgrew it lives in
 	 * the heap of the process that grew it (ring.synth_owner), which

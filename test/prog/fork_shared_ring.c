@@ -8,6 +8,9 @@
  *  - CQEs of one batch reaped alternately by the two processes;
  *  - the parent blocked in a wait while the child submits what it waits
  *    for, and the other way round;
+ *  - a buffer-select read the parent submits after the fork, whose CQE
+ *    the child waits for and reaps (bufsel answers it from the parent's
+ *    request table, whichever process moves it);
  *  - the parent going on alone after the child exits, and after a child
  *    killed while it waited in the kernel (for many times its CQ's size);
  *  - a second child whose parent has closed the ring (so nothing of the
@@ -99,6 +102,12 @@ static void child_main(void)
 
 	/* The child waits; the parent submits. */
 	token_send(to_parent[1]);
+	take("child");
+	token_send(to_parent[1]);
+
+	/* The parent's buffer-select read, submitted after the fork, is
+	 * answered by the parent's bookkeeping, whoever moves and reaps it. */
+	token_wait(to_child[0]);
 	take("child");
 	printf("child: cq ready %u, exiting\n", io_uring_cq_ready(ring));
 	exit(0);
@@ -192,7 +201,33 @@ int main(void)
 	usleep(50000);
 	nop(21);
 	submit_as("parent", 1, 1);
+
+	/* A legacy buffer group and a buffer-select read on an empty pipe;
+	 * the child waits for its CQE, the parent writes the data. */
+	static char bufs[4][64];
+	int pfd[2];
+	if (pipe(pfd))
+		die("pipe: %s", strerror(errno));
+	token_wait(to_parent[0]);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	io_uring_prep_provide_buffers(sqe, bufs, sizeof(bufs[0]), 4, 7, 0);
+	sqe->user_data = 59;
+	submit("parent", 1);
+	take("parent");
+	sqe = io_uring_get_sqe(ring);
+	io_uring_prep_read(sqe, pfd[0], NULL, sizeof(bufs[0]), 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 7;
+	sqe->user_data = 60;
+	submit("parent", 1);
+	token_send(to_child[1]);
+	usleep(50000);
+	if (write(pfd[1], "shared", 6) != 6)
+		die("write: %s", strerror(errno));
 	child_done(pid, "child");
+	for (int b = 0; b < 4; b++)
+		if (bufs[b][0])
+			printf("parent: buffer %d holds \"%.6s\"\n", b, bufs[b]);
 
 	/* Alone again: the ring goes on. */
 	nop(40);
