@@ -263,12 +263,15 @@ static void ring_destroy(struct ring *r)
 	r->cq_from_real = NULL;
 	/* x is left as it is: another process may still use the ring.  A
 	 * queue grown into this process's heap goes back to it. */
-	if (r->x && r->x->synth.heap && r->synth_owner)
-		heap_free(r->x->synth.v);
+	struct ring_shared *x = r->x;
+	if (x && x->synth.heap && r->synth_owner)
+		heap_free(x->synth.v);
 	r->synth_owner = 0;
-	if (r->x)
-		sys_munmap(r->x, sizeof(*r->x));
+	/* Gone from the slot before it is unmapped: a fork that another thread
+	 * makes meanwhile has the child's atfork handler write to it. */
 	r->x = NULL;
+	if (x)
+		sys_munmap(x, sizeof(*x));
 	r->pool = NULL;
 	r->undo = NULL;
 	r->hooks = NULL;
