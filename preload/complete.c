@@ -6,7 +6,7 @@
  * and make room, exactly as the kernel's flag would.
  *
  * CQEs bufsel makes itself (an emulated request answered in user space, the
- * -ECANCELED of a held chain) wait in r->synth, in order, and go first: no
+ * -ECANCELED of a held chain) wait in r->x->synth, in order, and go first: no
  * real CQE passes them, so the program sees one ordered stream.
  */
 #include "preload/ring_io.h"
@@ -38,12 +38,12 @@ static void complete_flags(struct ring *r, unsigned left)
 		 * bufsel's while work a completion released waits for the next
 		 * enter, CQ_OVERFLOW while it holds CQEs the shadow had no room for. */
 		unsigned want = (r->ready ? IORING_SQ_TASKRUN : 0) | (left ? IORING_SQ_CQ_OVERFLOW : 0);
-		unsigned add = want & ~r->flags_own, drop = r->flags_own & ~want;
+		unsigned add = want & ~r->x->flags_own, drop = r->x->flags_own & ~want;
 		if (add)
 			atomic_fetch_or_explicit(s->sq_flags, add, memory_order_release);
 		if (drop)
 			atomic_fetch_and_explicit(s->sq_flags, ~drop, memory_order_release);
-		r->flags_own = want;
+		r->x->flags_own = want;
 	} else {
 		unsigned real = atomic_load_explicit(r->rsq_flags, memory_order_relaxed);
 		/* TASKRUN as the kernel shows it, and always but on DEFER_TASKRUN
@@ -80,8 +80,16 @@ static void complete_flags(struct ring *r, unsigned left)
 			;
 	}
 	atomic_store_explicit(s->cq_overflow,
-			      atomic_load_explicit(r->rcq_overflow, memory_order_relaxed) + r->cqe_lost,
+			      atomic_load_explicit(r->rcq_overflow, memory_order_relaxed) + r->x->cqe_lost,
 			      memory_order_relaxed);
+}
+
+/* Can this process read and write the queue of made CQEs?  Not one that
+ * outgrew the shared reserve into another process's heap (a ring shared
+ * across fork, ring.h): that process moves them.  Caller holds cq_lock. */
+static int synth_mine(const struct ring *r)
+{
+	return !r->x->synth.heap || r->synth_owner;
 }
 
 /* Caller holds cq_lock.  Only an allocation failure, with more than the
@@ -89,12 +97,16 @@ static void complete_flags(struct ring *r, unsigned left)
  * of a CQE it had no memory for: the CQ overflow counter goes up. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe)
 {
-	struct cqe_queue *q = &r->synth;
+	struct cqe_queue *q = &r->x->synth;
+	if (!synth_mine(r)) {
+		r->x->cqe_lost++;
+		return;
+	}
 	if (q->len == q->cap) {
 		unsigned cap = q->cap ? q->cap * 2 : CQE_QUEUE_RESERVE;
 		struct io_uring_cqe *v = heap_malloc(cap * sizeof(*v), "completion queue");
 		if (!v) {
-			r->cqe_lost++;
+			r->x->cqe_lost++;
 			return;
 		}
 		for (unsigned i = 0; i < q->len; i++)
@@ -105,6 +117,7 @@ void complete_post(struct ring *r, const struct io_uring_cqe *cqe)
 		q->cap = cap;
 		q->head = 0;
 		q->heap = 1;
+		r->synth_owner = 1;
 	}
 	q->v[(q->head + q->len++) % q->cap] = *cqe;
 }
@@ -112,12 +125,20 @@ void complete_post(struct ring *r, const struct io_uring_cqe *cqe)
 /* Moves queued CQEs into the shadow while it has room; returns how many. */
 static unsigned synth_flush(struct ring *r, unsigned stail, unsigned space)
 {
-	struct cqe_queue *q = &r->synth;
+	struct cqe_queue *q = &r->x->synth;
 	unsigned n = 0;
+	if (q->len && !synth_mine(r))
+		return 0;
 	for (; q->len && n < space; n++, q->len--) {
 		r->sh.cqes[(stail + n) & r->sh.cq_mask] = q->v[q->head];
 		r->cq_from_real[(stail + n) & r->sh.cq_mask] = 0;
 		q->head = (q->head + 1) % q->cap;
+	}
+	if (!q->len && q->heap) {
+		/* Back to the shared reserve: any process may post again. */
+		heap_free(q->v);
+		*q = (struct cqe_queue){ .v = r->synth_reserve, .cap = r->synth_reserve ? CQE_QUEUE_RESERVE : 0 };
+		r->synth_owner = 0;
 	}
 	return n;
 }
@@ -128,21 +149,21 @@ static void publish_head(struct ring *r)
 {
 	unsigned head = atomic_load_explicit(r->sh.cq_head, memory_order_acquire);
 	unsigned tail = atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed);
-	unsigned n = head - r->sh_released;
-	if (n > tail - r->sh_released)
-		n = tail - r->sh_released;
-	for (; n && r->rcq_held; n--, r->sh_released++)
-		r->rcq_held -= r->cq_from_real[r->sh_released & r->sh.cq_mask];
-	r->sh_released += n;
-	if (!r->cq_waiters)
-		atomic_store_explicit(r->rcq_head, r->rcq_taken - r->rcq_held, memory_order_release);
+	unsigned n = head - r->x->sh_released;
+	if (n > tail - r->x->sh_released)
+		n = tail - r->x->sh_released;
+	for (; n && r->x->rcq_held; n--, r->x->sh_released++)
+		r->x->rcq_held -= r->cq_from_real[r->x->sh_released & r->sh.cq_mask];
+	r->x->sh_released += n;
+	if (!r->x->cq_waiters)
+		atomic_store_explicit(r->rcq_head, r->x->rcq_taken - r->x->rcq_held, memory_order_release);
 }
 
 static unsigned reap_locked(struct ring *r);
 
 unsigned complete_reap(struct ring *r)
 {
-	spin_lock(&r->cq_lock);
+	spin_lock(&r->x->cq_lock);
 	return reap_locked(r);
 }
 
@@ -151,9 +172,9 @@ unsigned complete_reap_follow(struct ring *r)
 	/* A receive the mover is issuing right now (followup_busy) was
 	 * natively done before this call: its CQE must be there when it
 	 * returns.  The mover issues under sq_lock. */
-	if (atomic_load_explicit(&r->followup_busy, memory_order_acquire)) {
-		spin_lock(&r->sq_lock);
-		spin_unlock(&r->sq_lock);
+	if (atomic_load_explicit(&r->x->followup_busy, memory_order_acquire)) {
+		spin_lock(&r->x->sq_lock);
+		spin_unlock(&r->x->sq_lock);
 	}
 	unsigned n = complete_reap(r);
 	/* What is issued may complete at once and release more. */
@@ -166,14 +187,14 @@ unsigned complete_reap_follow(struct ring *r)
 
 unsigned complete_try_reap(struct ring *r)
 {
-	return spin_trylock(&r->cq_lock) ? reap_locked(r) : 0;
+	return spin_trylock(&r->x->cq_lock) ? reap_locked(r) : 0;
 }
 
 /* Releases cq_lock. */
 static unsigned reap_locked(struct ring *r)
 {
 	struct shadow *s = &r->sh;
-	unsigned rhead = r->rcq_taken;
+	unsigned rhead = r->x->rcq_taken;
 	unsigned avail = atomic_load_explicit(r->rcq_tail, memory_order_acquire) - rhead;
 	unsigned stail = atomic_load_explicit(s->cq_tail, memory_order_relaxed);
 	/* A head the program moved past the tail makes the CQ full, as the
@@ -182,56 +203,98 @@ static unsigned reap_locked(struct ring *r)
 	unsigned space = s->cq_entries - (queued < s->cq_entries ? queued : s->cq_entries);
 	unsigned taken = 0, posted = synth_flush(r, stail, space);
 
-	while (taken < avail && posted < space && !r->synth.len) {
+	while (taken < avail && posted < space && !r->x->synth.len) {
+		const struct io_uring_cqe *src = &r->rcqes[(rhead + taken) & r->rcq_mask];
+		/* Order is kept: what follows another process's CQE waits
+		 * with it for that process to move it. */
+		if (r->hooks && r->hooks->foreign && r->hooks->foreign(r, src))
+			break;
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
-		*dst = r->rcqes[(rhead + taken++) & r->rcq_mask];
-		if (atomic_load_explicit(&r->tmo_n, memory_order_relaxed))
+		*dst = *src;
+		taken++;
+		if (atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
 			timeouts_completed(r, dst);
 		if (!r->hooks || r->hooks->complete(r, dst)) {
 			r->cq_from_real[(stail + posted) & s->cq_mask] = 1;
-			r->rcq_held++;
+			r->x->rcq_held++;
 			posted++;
 		}
 		posted += synth_flush(r, stail + posted, space - posted);
 	}
 	/* A TIMEOUT counted to its end goes after the CQEs that ended it, as
-	 * the kernel flushes timeouts as it commits its CQ. */
-	if (r->counting && posted) {
-		r->hooks->counted(r, stail + posted - atomic_load_explicit(&r->cq_timeouts, memory_order_relaxed));
+	 * the kernel flushes timeouts as it commits its CQ (they may have been
+	 * moved by another process sharing the ring: the count is the shadow
+	 * tail's, which both share). */
+	if (r->counting) {
+		r->hooks->counted(r, stail + posted - atomic_load_explicit(&r->x->cq_timeouts, memory_order_relaxed));
 		posted += synth_flush(r, stail + posted, space - posted);
 	}
 	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);
-	r->rcq_taken = rhead + taken;
+	r->x->rcq_taken = rhead + taken;
 	publish_head(r);
-	complete_flags(r, avail - taken + r->synth.len);
-	spin_unlock(&r->cq_lock);
+	complete_flags(r, avail - taken + r->x->synth.len);
+	spin_unlock(&r->x->cq_lock);
 	return posted;
 }
 
 unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target)
 {
-	spin_lock(&r->cq_lock);
+	spin_lock(&r->x->cq_lock);
 	unsigned ready = complete_ready(r), want = 0;
 	if (ready < min_complete) {
-		r->cq_waiters++;
+		r->x->cq_waiters++;
+		int me = spin_self();
+		for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++)
+			if (!r->x->waiter_tid[i]) {
+				r->x->waiter_tid[i] = me;
+				break;
+			}
 		unsigned head = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
-		unsigned unreleased = r->rcq_taken - head;
+		unsigned unreleased = r->x->rcq_taken - head;
 		want = unreleased + (one ? 1 : min_complete - ready);
 		/* The kernel clamps it to the CQ size as well. */
 		if (want > r->rcq_entries)
 			want = r->rcq_entries;
 		*target = head + want;
 	}
-	spin_unlock(&r->cq_lock);
+	spin_unlock(&r->x->cq_lock);
 	return want;
 }
 
 void complete_wait_end(struct ring *r)
 {
-	spin_lock(&r->cq_lock);
-	r->cq_waiters--;
+	spin_lock(&r->x->cq_lock);
+	int me = spin_self();
+	for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++)
+		if (r->x->waiter_tid[i] == me) {
+			r->x->waiter_tid[i] = 0;
+			break;
+		}
+	if (r->x->cq_waiters)
+		r->x->cq_waiters--;
 	publish_head(r);
-	spin_unlock(&r->cq_lock);
+	spin_unlock(&r->x->cq_lock);
+}
+
+void complete_prune_waiters(struct ring *r)
+{
+	if (!__atomic_load_n(&r->x->forked, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&r->x->cq_waiters, __ATOMIC_RELAXED))
+		return;
+	spin_lock(&r->x->cq_lock);
+	unsigned gone = 0;
+	for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++) {
+		int tid = r->x->waiter_tid[i];
+		if (tid && spin_tid_gone(tid)) {
+			r->x->waiter_tid[i] = 0;
+			gone++;
+		}
+	}
+	if (gone) {
+		r->x->cq_waiters = r->x->cq_waiters > gone ? r->x->cq_waiters - gone : 0;
+		publish_head(r);
+	}
+	spin_unlock(&r->x->cq_lock);
 }
 
 void complete_sync_cq_flags(struct ring *r)
@@ -272,7 +335,8 @@ void complete_resize_move(struct ring *r, struct shadow *ns, uint8_t *from_real,
 	atomic_store_explicit(ns->cq_flags, atomic_load_explicit(s->cq_flags, memory_order_relaxed),
 			      memory_order_relaxed);
 	r->cq_from_real = from_real;
-	struct cqe_queue *q = &r->synth;
+	struct cqe_queue *q = &r->x->synth;
+	r->synth_reserve = reserve;
 	if (!q->heap) {
 		for (unsigned i = 0; i < q->len; i++)
 			reserve[i] = q->v[(q->head + i) % q->cap];

@@ -473,7 +473,7 @@ void rewrite_counted(struct ring *r, unsigned seq)
 	while ((q = r->counting) && (int32_t)(seq - q->target) >= 0) {
 		r->counting = q->next_counting;
 		q->flags |= REQ_DONE;
-		atomic_fetch_add_explicit(&r->cq_timeouts, 1, memory_order_release);
+		atomic_fetch_add_explicit(&r->x->cq_timeouts, 1, memory_order_release);
 		if (!(q->flags & REQ_SKIP_SUCCESS))
 			post(r, q->user_data, 0, 0);
 		struct req *rm = req_alloc(&r->reqs);
@@ -500,7 +500,7 @@ static int complete_timeout(struct ring *r, struct req *q, struct io_uring_cqe *
 	if (done)
 		return 0;
 	if (cqe->res == -ETIME)
-		atomic_fetch_add_explicit(&r->cq_timeouts, 1, memory_order_release);
+		atomic_fetch_add_explicit(&r->x->cq_timeouts, 1, memory_order_release);
 	return 1;
 }
 
@@ -534,11 +534,34 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 	return 0;
 }
 
+/*
+ * A ring shared across fork: each process's request table is its own, so a
+ * CQE tagged by another process is left for that one to move (its mover
+ * watches the ring from its first enter on it; the parent's from setup).
+ * If that process is gone, nobody can answer it: the others take it, and
+ * hide it (rewrite_complete_cqe).
+ */
+int rewrite_foreign_cqe(struct ring *r, const struct io_uring_cqe *cqe)
+{
+	uint64_t ud = cqe->user_data;
+	if ((ud & REQ_TAG_MASK) != REQ_TAG_MAGIC)
+		return 0;
+	unsigned proc = req_tag_proc(ud);
+	if (proc == REQ_PROC_ANY || proc == r->reqs.proc)
+		return 0;
+	int pid = r->x->proc_pid[proc];
+	return pid > 0 && sys_call3(SYS_kill, pid, 0, 0) != -ESRCH;
+}
+
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 {
 	struct req *q = req_lookup(&r->reqs, cqe->user_data);
-	if (!q)
-		return 1;
+	if (!q) {
+		/* A request of a process that died (above). */
+		unsigned proc = req_tag_proc(cqe->user_data);
+		return (cqe->user_data & REQ_TAG_MASK) != REQ_TAG_MAGIC || proc == REQ_PROC_ANY ||
+		       proc == r->reqs.proc;
+	}
 	int post_it = complete_one(r, q, cqe);
 	/* Any completion may have given a buffer back, or ended the last of
 	 * bufsel's receives in flight. */
@@ -633,13 +656,13 @@ static int unattended_ok(const struct req *q)
  */
 static struct req *take_ready(struct ring *r, int unattended)
 {
-	spin_lock(&r->cq_lock);
+	spin_lock(&r->x->cq_lock);
 	struct req *list = r->ready, **cut = &list;
 	while (*cut && (!unattended || unattended_ok(*cut)))
 		cut = &(*cut)->next_ready;
 	r->ready = *cut;
 	*cut = NULL;
-	spin_unlock(&r->cq_lock);
+	spin_unlock(&r->x->cq_lock);
 	return list;
 }
 
@@ -647,10 +670,10 @@ void rewrite_followup(struct ring *r, int unattended)
 {
 	if (!r->ready)
 		return;
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	struct req *list = take_ready(r, unattended);
 	if (!list) {
-		spin_unlock(&r->sq_lock);
+		spin_unlock(&r->x->sq_lock);
 		return;
 	}
 	unsigned placed = 0;
@@ -665,18 +688,18 @@ void rewrite_followup(struct ring *r, int unattended)
 		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
 		if (n < 0 && q->kind == REQ_PROBE) {
 			/* A TIMEOUT_REMOVE of bufsel's: the timer fires unseen. */
-			spin_lock(&r->cq_lock);
+			spin_lock(&r->x->cq_lock);
 			req_free(&r->reqs, q);
-			spin_unlock(&r->cq_lock);
+			spin_unlock(&r->x->cq_lock);
 			continue;
 		}
 		if (n < 0) {
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_NO_ROOM, "no room in the real SQ for a held chain: its SQEs are cancelled");
-			spin_lock(&r->cq_lock);
+			spin_lock(&r->x->cq_lock);
 			if (first)
 				post(r, q->user_data, -EBUSY, 0);
 			cancel_held(r, q);
-			spin_unlock(&r->cq_lock);
+			spin_unlock(&r->x->cq_lock);
 			n = 0;
 		}
 		placed += (unsigned)n;
@@ -691,5 +714,5 @@ void rewrite_followup(struct ring *r, int unattended)
 		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_SHORT, "the kernel took %ld of %u held SQEs", ret, placed);
 	}
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 }

@@ -59,11 +59,11 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 			mover_sq_wait(r);
 		return ret;
 	}
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	submit_prepare(r, to_submit, &b);
 	if (sqpoll) {
 		/* The SQ thread owns what was published; SQ_WAIT may block. */
-		spin_unlock(&r->sq_lock);
+		spin_unlock(&r->x->sq_lock);
 		return real_enter(r, to_submit, 0, flags & ENTER_SUBMIT_FLAGS, NULL, 0);
 	}
 	long total = 0;
@@ -79,7 +79,7 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 			break;
 		submit_prepare(r, n - (unsigned)total, &b);
 	}
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 	if (total)
 		ret = total;
 	if (ret < 0 || (unsigned long)ret < to_submit)
@@ -188,7 +188,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	 * program's wait. */
 	struct io_uring_getevents_arg pga;
 	int kernel_early = (!read_ext_arg(flags, argp, argsz, &pga) && pga.pad) ||
-			   atomic_load_explicit(&r->tmo_n, memory_order_relaxed) >= TMO_TRACKED;
+			   atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed) >= TMO_TRACKED;
 	if (ready && min_complete && ready < min_complete)
 		argp = min_wait_arg(flags, argp, argsz, &ga, &mts);
 	do {
@@ -262,6 +262,10 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
 	int wait = !!(flags & IORING_ENTER_GETEVENTS);
 	long ret = 0;
+
+	if (atomic_load_explicit(&r->inherited, memory_order_relaxed))
+		mover_adopt(r);
+	complete_prune_waiters(r);
 
 	/* The program's CQ flags (IORING_CQ_EVENTFD_DISABLED) are its to set
 	 * and the kernel's to read: carry them over on every way in. */

@@ -26,9 +26,12 @@
 
 #define KSIGSET_SIZE 8
 
+/* The shadow is shared memory, which a forked child maps too: a waiter
+ * there may use either kind of futex, and each kind wakes only its own. */
 static void futex_wake_all(_Atomic uint32_t *word)
 {
 	sys_call6(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+	sys_call6(SYS_futex, (long)word, FUTEX_WAKE, 0x7fffffff, 0, 0, 0);
 }
 
 /* A mover takes no signal meant for the program's threads, SIGSYS last;
@@ -60,7 +63,7 @@ static void block_sigsys(void)
 static int sq_pending(struct ring *r)
 {
 	return atomic_load_explicit(r->sh.sq_tail, memory_order_acquire) !=
-	       __atomic_load_n(&r->sq_head, __ATOMIC_RELAXED);
+	       __atomic_load_n(&r->x->sq_head, __ATOMIC_RELAXED);
 }
 
 /* Moves what the program published to the real SQ; returns the number of
@@ -71,11 +74,11 @@ static unsigned sq_poll(struct ring *r)
 	if (!sq_pending(r))
 		return 0;
 	struct submit_batch b;
-	spin_lock(&r->sq_lock);
-	unsigned head = r->sq_head;
+	spin_lock(&r->x->sq_lock);
+	unsigned head = r->x->sq_head;
 	submit_prepare(r, 0, &b);
-	unsigned consumed = r->sq_head - head;
-	spin_unlock(&r->sq_lock);
+	unsigned consumed = r->x->sq_head - head;
+	spin_unlock(&r->x->sq_lock);
 	if (b.copied) {
 		/* The kernel's thread sets its flag, then looks at the tail once
 		 * more: publish, then look at the flag (liburing's order). */
@@ -333,15 +336,16 @@ static void *process_mover_main(void *arg)
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
 				continue;
+			complete_prune_waiters(r);
 			complete_reap(r);
 			if (r->hooks && r->ready && !(r->setup_flags & IORING_SETUP_SINGLE_ISSUER) &&
 			    ring_fd_names(r)) {
-				atomic_store_explicit(&r->followup_busy, 1, memory_order_release);
+				atomic_store_explicit(&r->x->followup_busy, 1, memory_order_release);
 				for (int rounds = 0; r->ready && rounds < 64; rounds++) {
 					r->hooks->followup(r, 1);
 					complete_reap(r);
 				}
-				atomic_store_explicit(&r->followup_busy, 0, memory_order_release);
+				atomic_store_explicit(&r->x->followup_busy, 0, memory_order_release);
 			}
 			ring_put(r);
 		}
@@ -389,15 +393,40 @@ int mover_watch(struct ring *r)
 	return 0;
 }
 
-/* The parent's mover is not in the child, and its epoll instance is the
- * parent's: the child starts its own for the rings it makes, and the rings
- * it inherited go back to moving on enter. */
+/*
+ * The parent's mover is not in the child, and its epoll instance is the
+ * parent's: the child starts its own for the rings it makes.  A ring it
+ * inherited shares its bookkeeping (ring.h, struct ring_shared) and its
+ * shadow with the parent, whose mover goes on moving its completions into
+ * both; the child's own mover watches it too from the child's first enter
+ * on it (mover_adopt), so that the child does not depend on the parent
+ * living.  A child that never uses an inherited ring (it execs, exits or
+ * makes rings of its own) starts no thread for it, and never moves its
+ * completions, which may be its parent's emulated requests (README).
+ */
 static void unwatch(int fd, struct ring *r, int *first)
 {
 	(void)fd;
 	(void)first;
 	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN))
 		r->cq_moved = 0;
+	atomic_store_explicit(&r->inherited, 1, memory_order_relaxed);
+}
+
+void mover_adopt(struct ring *r)
+{
+	int one = 1;
+	if (!atomic_compare_exchange_strong(&r->inherited, &one, 0))
+		return;
+	/* SQPOLL: the parent's poller is the ring's SQ thread, as the
+	 * kernel's is (README known limits); DEFER_TASKRUN: no mover. */
+	if (r->setup_flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SQPOLL))
+		return;
+	int err = mover_watch(r);
+	if (err)
+		log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "ring fd %d: no completion mover (%s): completions move only when the program enters",
+			 r->prog_fd, strerror(-err));
+	complete_reap(r);	/* the flags of a ring with a mover */
 }
 
 /*
@@ -435,8 +464,10 @@ static void reap_other(int fd, struct ring *r, int *first)
 {
 	(void)first;
 	/* A ring inherited over fork is the parent's to move (it shares the
-	 * shadow and the real ring), unless the child enters it itself. */
-	if (fd != (int)ring_slot(r) && r->fork_gen == stats_fork_gen() && complete_pending(r))
+	 * shadow, the real ring and bufsel's bookkeeping of both), unless the
+	 * child entered it itself (mover_adopt). */
+	if (fd != (int)ring_slot(r) && !atomic_load_explicit(&r->inherited, memory_order_relaxed) &&
+	    complete_pending(r))
 		complete_try_reap(r);
 }
 

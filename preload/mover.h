@@ -22,6 +22,9 @@ int mover_watch(struct ring *r);
 /* pthread_atfork's prepare: a fork waits until no bufsel thread is starting. */
 void mover_before_fork(void);
 void mover_after_fork(void);
+/* A fork child's first enter on a ring it inherited: its own mover watches
+ * the ring from now on (the parent's goes on too). */
+void mover_adopt(struct ring *r);
 /* Moves what other rings' CQs received while the program was in the kernel. */
 void mover_reap_others(struct ring *r);
 

@@ -94,18 +94,21 @@ void req_free(struct req_table *t, struct req *q)
 	spin_unlock(&t->lock);
 }
 
+_Static_assert((uint64_t)REQ_CHUNKS * REQ_CHUNK <= 1ULL << REQ_SLOT_BITS, "a slot number fits its field");
+_Static_assert(REQ_SLOT_BITS + REQ_PROC_BITS <= 32, "the process fits below the generation");
+
 uint64_t req_tag(const struct req_table *t, const struct req *q)
 {
-	(void)t;
-	return REQ_TAG_MAGIC | ((uint64_t)(q->gen & 0xffff) << 32) | q->idx;
+	return REQ_TAG_MAGIC | ((uint64_t)(q->gen & 0xffff) << 32) |
+	       ((uint64_t)(t->proc & REQ_PROC_ANY) << REQ_SLOT_BITS) | q->idx;
 }
 
 struct req *req_lookup(struct req_table *t, uint64_t user_data)
 {
 	if ((user_data & REQ_TAG_MASK) != REQ_TAG_MAGIC)
 		return NULL;
-	uint32_t idx = (uint32_t)user_data;
-	if (idx / REQ_CHUNK >= t->nchunks)
+	uint32_t idx = (uint32_t)user_data & ((1U << REQ_SLOT_BITS) - 1);
+	if (req_tag_proc(user_data) != (t->proc & REQ_PROC_ANY) || idx / REQ_CHUNK >= t->nchunks)
 		return NULL;
 	struct req *q = req_at(t, idx);
 	return q->live && (q->gen & 0xffff) == ((user_data >> 32) & 0xffff) ? q : NULL;

@@ -24,6 +24,23 @@
 #define REQ_TAG_MASK 0xffff000000000000ULL
 #define REQ_CHUNK 256
 #define REQ_CHUNKS 1024		/* 262,144 requests in flight per ring at most */
+/*
+ * A tag: the magic (16 bits), the slot's generation (16), the process that
+ * made the request (10) and the slot (18).  The request table is each
+ * process's own (a ring shared across fork, ring.h): a process that moves a
+ * CQE tagged by another leaves it for that one (rewrite_foreign_cqe).  The
+ * ring's first process is 0, each fork child that inherits it the next
+ * number; REQ_PROC_ANY, past the last, is a process any other may stand in
+ * for (as all did before).
+ */
+#define REQ_SLOT_BITS 18
+#define REQ_PROC_BITS 10
+#define REQ_PROC_ANY ((1U << REQ_PROC_BITS) - 1)
+
+static inline unsigned req_tag_proc(uint64_t tag)
+{
+	return (unsigned)(tag >> REQ_SLOT_BITS) & REQ_PROC_ANY;
+}
 
 enum req_kind {
 	REQ_STANDIN,		/* answers an emulated SQE: report res */
@@ -99,6 +116,7 @@ struct req_table {
 	uint32_t nchunks;
 	uint32_t free_head;	/* index + 1; 0 means empty */
 	uint32_t live;
+	uint32_t proc;		/* this process's number on the ring (tags) */
 	struct spin lock;
 	/* Receives in the kernel on a buffer bufsel selected for them: their
 	 * buffers are out of the group only until they complete. */

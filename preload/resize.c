@@ -99,7 +99,8 @@ static int new_alloc(struct ring *r, const struct io_uring_params *np, struct re
 	struct rewrite_undo *undo = r->undo;
 	unsigned *prog_end = r->prog_end;
 	uint8_t *from_real = r->cq_from_real;
-	struct cqe_queue synth = r->synth;
+	struct cqe_queue synth = r->x->synth;
+	struct io_uring_cqe *synth_reserve = r->synth_reserve;
 	err = ring_scratch_alloc(r, np->sq_entries, np->cq_entries);
 	if (!err) {
 		n->scratch = r->scratch;
@@ -107,14 +108,15 @@ static int new_alloc(struct ring *r, const struct io_uring_params *np, struct re
 		n->undo = r->undo;
 		n->prog_end = r->prog_end;
 		n->from_real = r->cq_from_real;
-		n->reserve = r->synth.v;
+		n->reserve = r->x->synth.v;
 	}
 	r->scratch = scratch;
 	r->scratch_len = scratch_len;
 	r->undo = undo;
 	r->prog_end = prog_end;
 	r->cq_from_real = from_real;
-	r->synth = synth;
+	r->x->synth = synth;
+	r->synth_reserve = synth_reserve;
 	if (!err && r->real_own_mem)
 		err = real_mem_map(np->sq_entries, np->cq_entries, &n->real);
 	if (err)
@@ -135,13 +137,13 @@ static int follow_real(struct ring *r, const struct io_uring_params *kp, struct 
 		kr.sq_off.array = (kr.cq_off.cqes + kr.cq_entries * (unsigned)sizeof(struct io_uring_cqe) + 63) & ~63U;
 	void *sq = r->real_sq_map, *cq = r->real_cq_map, *sqes = r->real_sqes_map;
 	size_t sq_len = r->real_sq_len, cq_len = r->real_cq_len, sqes_len = r->real_sqes_len;
-	unsigned taken = r->rcq_taken;
+	unsigned taken = r->x->rcq_taken;
 	int err = 0;
 	if (r->real_own_mem)
 		setup_adopt_real(r, &kr, &n->real);
 	else
 		err = setup_map_real(r, &kr);
-	r->rcq_taken = taken;
+	r->x->rcq_taken = taken;
 	if (err)
 		return err;
 	ring_retire(r, sqes, sqes_len);
@@ -261,10 +263,10 @@ long resize_rings(struct ring *r, const long a[6])
 		return -EINVAL;
 	/* What an enter would have moved by now is in the shadow first. */
 	complete_reap(r);
-	spin_lock(&r->sq_lock);
-	spin_lock(&r->cq_lock);
+	spin_lock(&r->x->sq_lock);
+	spin_lock(&r->x->cq_lock);
 	ret = resize_locked(r, a, &p);
-	spin_unlock(&r->cq_lock);
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->cq_lock);
+	spin_unlock(&r->x->sq_lock);
 	return ret;
 }

@@ -153,7 +153,7 @@ static int init_check(struct ring *r, const struct io_uring_sqe *sqe)
 {
 	if (sqe->flags & ~SQE_VALID_FLAGS)
 		return -EINVAL;
-	if ((sqe->flags & IOSQE_IO_DRAIN) && r->drain_disabled)
+	if ((sqe->flags & IOSQE_IO_DRAIN) && r->x->drain_disabled)
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -177,7 +177,7 @@ static int ioprio_check(uint16_t ioprio)
 
 void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long ret)
 {
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	if (opcode == IORING_REGISTER_PERSONALITY && ret > 0) {
 		if (r->npersonality < sizeof(r->personality) / sizeof(r->personality[0]))
 			r->personality[r->npersonality++] = (uint16_t)ret;
@@ -188,7 +188,7 @@ void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long
 			if (r->personality[i] == id)
 				r->personality[i] = r->personality[--r->npersonality];
 	}
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 }
 
 void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsigned nr_args)
@@ -202,9 +202,9 @@ void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsign
 			return;
 		nr = rr.nr;
 	}
-	spin_lock(&r->sq_lock);
+	spin_lock(&r->x->sq_lock);
 	r->files_nr = nr;
-	spin_unlock(&r->sq_lock);
+	spin_unlock(&r->x->sq_lock);
 }
 
 /* A descriptor the kernel cannot resolve: a plain fd that is not open, or a
@@ -597,7 +597,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		 * kernel has to see one, since it turns IOSQE_IO_DRAIN off.  That
 		 * one request may never come back; its buffer counts as delivered
 		 * now and its slot stays with the ring. */
-		if (r->kernel_skip) {
+		if (r->x->kernel_skip) {
 			q->flags |= REQ_SKIP_SUCCESS;
 			sqe->flags &= ~IOSQE_CQE_SKIP_SUCCESS;
 		} else {
@@ -1311,13 +1311,13 @@ static void count_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewri
 	sqe->off = 0;
 	sqe->user_data = req_tag(&r->reqs, q);
 	/* In the order they complete in, as the kernel's timeout list is. */
-	spin_lock(&r->cq_lock);
+	spin_lock(&r->x->cq_lock);
 	struct req **at = &r->counting;
 	while (*at && (int32_t)(q->target - (*at)->target) >= 0)
 		at = &(*at)->next_counting;
 	q->next_counting = *at;
 	*at = q;
-	spin_unlock(&r->cq_lock);
+	spin_unlock(&r->x->cq_lock);
 	u->kind = UNDO_REQ;
 	u->req = q;
 }
@@ -1342,9 +1342,9 @@ static void retarget_timeout(struct ring *r, struct io_uring_sqe *sqe)
 	 * after it, no longer count for it. */
 	if (!sqe->timeout_flags && !sqe->buf_index && !sqe->len && !sqe->splice_fd_in &&
 	    !(sqe->flags & (IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT))) {
-		spin_lock(&r->cq_lock);
+		spin_lock(&r->x->cq_lock);
 		counting_unlink(r, q);
-		spin_unlock(&r->cq_lock);
+		spin_unlock(&r->x->cq_lock);
 	}
 }
 
@@ -1479,9 +1479,9 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		if (u->req->flags & REQ_STANDIN_BUF)
 			pool_locked_putback(r, &u->req->buf);
 		if (u->req->kind == REQ_TIMEOUT) {
-			spin_lock(&r->cq_lock);
+			spin_lock(&r->x->cq_lock);
 			counting_unlink(r, u->req);
-			spin_unlock(&r->cq_lock);
+			spin_unlock(&r->x->cq_lock);
 		}
 		req_free(&r->reqs, u->req);
 		break;
@@ -1522,6 +1522,7 @@ const struct ring_hooks rewrite_hooks = {
 	.hold = rewrite_hold,
 	.undo = rewrite_undo,
 	.complete = rewrite_complete_cqe,
+	.foreign = rewrite_foreign_cqe,
 	.barrier = rewrite_barrier,
 	.probe = rewrite_probe,
 	.submit_error = rewrite_submit_error,

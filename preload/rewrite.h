@@ -67,6 +67,7 @@ void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsign
 /* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
  * chains that completions made ready to issue. */
 int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe);
+int rewrite_foreign_cqe(struct ring *r, const struct io_uring_cqe *cqe);
 void rewrite_followup(struct ring *r, int unattended);
 /* Counting TIMEOUTs (completion.c): the program's CQ reached seq; and one
  * leaves the ring's list.  Both under cq_lock. */

@@ -105,6 +105,19 @@ struct ring *ring_alloc(void)
 			while (hwm < i + 1 && !atomic_compare_exchange_weak(&ring_hwm, &hwm, i + 1))
 				;
 			memset((char *)r, 0, offsetof(struct ring, claimed));
+			/* Shared (and zeroed) from the start: a fork may come at
+			 * any point of the ring's life.  Its own mapping, never
+			 * reused by another ring: a child may still use the one
+			 * its parent's ring in this slot had. */
+			void *x = sys_mmap(NULL, sizeof(*r->x), PROT_READ | PROT_WRITE,
+					   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			if (sys_is_err((long)x)) {
+				atomic_store(&r->claimed, 0);
+				return NULL;
+			}
+			r->x = x;
+			r->x->sq_lock.shared = r->x->cq_lock.shared = r->x->tmo_lock.shared = 1;
+			r->x->proc_pid[0] = (int)sys_call3(SYS_getpid, 0, 0, 0);
 			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
 			atomic_store(&r->real_fd, -1);
 			atomic_store(&r->refs, 1);
@@ -131,14 +144,17 @@ static void note_held_peak(unsigned long peak)
 /*
  * Per-batch bookkeeping sized by the SQ, mapped rather than allocated: a
  * ring's life is often short (10,000 setup/teardown cycles must stay flat),
- * and a mapping goes back to the kernel the moment the ring does.
+ * and a mapping goes back to the kernel the moment the ring does.  Shared,
+ * as x is: the CQ's byte flags and the reserve of made CQEs are the ring's,
+ * whichever process moves them (the undo records of a batch are used only
+ * under sq_lock, by the process that drains it).
  */
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries)
 {
 	size_t undo = (size_t)sq_entries * sizeof(*r->undo);
 	size_t prog_end = (size_t)sq_entries * sizeof(*r->prog_end);
 	size_t len = undo + prog_end + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe) + cq_entries;
-	void *m = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sys_is_err((long)m))
 		return (int)(long)m;
 	r->scratch = m;
@@ -147,7 +163,8 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries)
 	 * fields, prog_end is 4-byte, the CQ's byte flags go last (an odd
 	 * sq_entries or a CQ of 2 would misalign whatever followed them). */
 	r->undo = m;
-	r->synth = (struct cqe_queue){ .v = (void *)((char *)m + undo), .cap = CQE_QUEUE_RESERVE };
+	r->synth_reserve = (void *)((char *)m + undo);
+	r->x->synth = (struct cqe_queue){ .v = r->synth_reserve, .cap = CQE_QUEUE_RESERVE };
 	r->prog_end = (unsigned *)((char *)m + undo + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe));
 	r->cq_from_real = (uint8_t *)m + len - cq_entries;
 	return 0;
@@ -249,9 +266,17 @@ static void ring_destroy(struct ring *r)
 	r->scratch = NULL;
 	r->prog_end = NULL;
 	r->cq_from_real = NULL;
-	if (r->synth.heap)
-		heap_free(r->synth.v);
-	r->synth = (struct cqe_queue){0};
+	/* x is left as it is: another process may still use the ring.  A
+	 * queue grown into this process's heap goes back to it. */
+	struct ring_shared *x = r->x;
+	if (x && x->synth.heap && r->synth_owner)
+		heap_free(x->synth.v);
+	r->synth_owner = 0;
+	/* Gone from the slot before it is unmapped: a fork that another thread
+	 * makes meanwhile has the child's atfork handler write to it. */
+	r->x = NULL;
+	if (x)
+		sys_munmap(x, sizeof(*x));
 	r->pool = NULL;
 	r->undo = NULL;
 	r->hooks = NULL;
@@ -566,13 +591,26 @@ void ring_after_fork(void)
 {
 	/* Another thread of the parent may have held any of these when it
 	 * forked; it does not exist in the child, which would wait for ever
-	 * (its exit report reads every pool). */
+	 * (its exit report reads every pool).  The locks of x are not the
+	 * child's copies but the ring's: a parent thread that holds one is
+	 * still running and will let go, so the child waits for it (spin.h);
+	 * the threads that wait (x->cq_waiters) still wait, in the parent. */
 	for_each_slot(r) {
-		atomic_store(&r->sq_lock.v, 0);
-		atomic_store(&r->cq_lock.v, 0);
 		atomic_store(&r->pool_lock.v, 0);
 		atomic_store(&r->reqs.lock.v, 0);
-		/* The threads that waited are not in the child. */
-		r->cq_waiters = 0;
+		/* A queue of made CQEs in the heap is the parent's to move. */
+		r->synth_owner = 0;
+		if (!r->x)
+			continue;
+		__atomic_store_n(&r->x->forked, 1, __ATOMIC_RELAXED);
+		/* Its requests are tagged with a number of its own; the ones
+		 * it inherited are the parent's, which answers their CQEs. */
+		unsigned proc = atomic_fetch_add(&r->x->nprocs, 1) + 1;
+		if (proc < REQ_PROC_ANY) {
+			r->x->proc_pid[proc] = (int)sys_call3(SYS_getpid, 0, 0, 0);
+			r->reqs.proc = proc;
+		} else {
+			r->reqs.proc = REQ_PROC_ANY;
+		}
 	}
 }

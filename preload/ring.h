@@ -43,6 +43,9 @@ struct ring_hooks {
 	void (*undo)(struct ring *r, struct rewrite_undo *u);
 	/* A real CQE: 1 to post (possibly patched), 0 to hide. */
 	int (*complete)(struct ring *r, struct io_uring_cqe *cqe);
+	/* A real CQE another process sharing the ring must move (its request
+	 * table answers it): 1 to leave it, and what follows, where it is. */
+	int (*foreign)(struct ring *r, const struct io_uring_cqe *cqe);
 	/* Would this SQE have to go to the kernel alone, after what precedes it? */
 	int (*barrier)(const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
@@ -74,7 +77,87 @@ struct cqe_queue {
 };
 
 #define TMO_TRACKED 16
+#define RING_WAITERS_TRACKED 16
 #define RING_RETIRED_MAX 16
+
+/*
+ * The part of a ring's bookkeeping that is one for every process that uses
+ * the ring, as the kernel's ring is: its own mapping, MAP_SHARED, so that a
+ * fork shares it exactly as it shares the kernel's ring and the shadow (a
+ * parent and a child may both submit to, and reap from, an inherited ring:
+ * liburing's across-fork).  A resize does not replace it.  The ring table
+ * and everything that points into a process's heap (the request table, the
+ * pools, the lists of requests) stay each process's own.  The locks here are
+ * shared ones (spin.h): a waiter waits for a holder in another process.
+ */
+struct ring_shared {
+	unsigned sq_head;	/* the shadow SQ head as bufsel keeps it: the kernel keeps
+				 * its own and never reads the program-visible one back
+				 * (submit.c; under sq_lock) */
+	struct spin sq_lock, cq_lock;
+
+	/*
+	 * The kernel sleeps in io_uring_enter until the real CQ tail reaches
+	 * the real head it read at the start plus min_complete.  A thread that
+	 * moves CQEs into the shadow advances that head; had it done so after
+	 * a waiter looked at the shadow and before the kernel read the head,
+	 * the waiter would sleep on for CQEs that are already in the shadow.
+	 * So while any thread (of any process) waits, CQEs are taken without
+	 * publishing the head, and a waiter asks the kernel for the CQEs taken
+	 * but not yet released on top of what it lacks (complete_wait_begin).
+	 * Both under cq_lock.
+	 */
+	unsigned rcq_taken;	/* real CQEs bufsel has taken */
+	/*
+	 * A real CQE moved into the shadow keeps its real slot until the
+	 * program consumes it there, so the kernel's CQ is as full as the
+	 * program's would be natively and overflows (ending a multishot
+	 * request) at the same point.  cq_from_real[i] (ring.cq_from_real, in
+	 * the scratch mapping) says whether shadow slot i came from the real
+	 * CQ; rcq_held counts those the program has not consumed by shadow head
+	 * sh_released; the real head is published as rcq_taken - rcq_held.
+	 * All under cq_lock.
+	 */
+	unsigned rcq_held, sh_released;
+	unsigned cq_waiters;	/* threads between complete_wait_begin and _end */
+	/* Their thread ids, as far as there is room (0: a free entry), so that
+	 * a waiter whose process was killed in its wait stops counting
+	 * (complete_prune_waiters); only once a fork shared the ring
+	 * (forked), a single process never needs it. */
+	int waiter_tid[RING_WAITERS_TRACKED];
+	int forked;
+	/* The processes that used the ring, by their number in request tags
+	 * (req.h): the pid of each, so that a CQE left for one that died is
+	 * taken by the others after all.  nprocs: numbers handed out. */
+	atomic_uint nprocs;
+	int proc_pid[REQ_PROC_ANY];
+	/* CQEs bufsel made, waiting for room (cq_lock).  Its reserve is in
+	 * the scratch mapping, shared too; a queue that outgrew it lives in
+	 * the heap of the process that grew it (ring.synth_owner), which
+	 * alone can read it, until it is empty again. */
+	struct cqe_queue synth;
+	unsigned cqe_lost;	/* CQEs bufsel made but found no memory for: in the
+				 * shadow's overflow counter, as the kernel counts its own */
+	int drain_disabled;	/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
+	int kernel_skip;	/* and the kernel has seen such an SQE too */
+	unsigned flags_own;	/* the SQ flag bits bufsel owns on a flags_shared ring (cq_lock) */
+
+	/*
+	 * The program's TIMEOUT requests in flight, by user_data
+	 * (preload/timeouts.c): the kernel ends a wait when one of them
+	 * completes (its ctx->cq_timeouts), and bufsel, which waits in rounds,
+	 * must see it too.  The table under tmo_lock; cq_timeouts counts the
+	 * completions bufsel moved.  Past TMO_TRACKED, later ones go untracked.
+	 */
+	struct spin tmo_lock;
+	atomic_uint tmo_n;
+	atomic_uint cq_timeouts;
+	uint64_t tmo_ud[TMO_TRACKED];
+
+	/* A mover is issuing what completions released (mover.c): an enter
+	 * waits for it (sq_lock) before it reaps, in either process. */
+	atomic_int followup_busy;
+};
 
 /* Grouped by meaning: in order of size the 1,024 slots would save 8 bytes each. */
 struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
@@ -116,9 +199,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	uint8_t npersonality, personality_overflow;
 	/* Slots in the ring's registered file table (rewrite_note_files). */
 	unsigned files_nr;
-	unsigned sq_head;	/* the shadow SQ head as bufsel keeps it: the kernel keeps
-				 * its own and never reads the program-visible one back
-				 * (submit.c; under sq_lock) */
+	struct ring_shared *x;	/* what every process using the ring shares (above) */
 
 	/* The real ring, as mapped by bufsel (or bufsel's memory the kernel
 	 * uses for it, on an unpinned ring). */
@@ -131,32 +212,9 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	struct io_uring_sqe *rsqes;
 	struct io_uring_cqe *rcqes;
 
-	struct spin sq_lock, cq_lock;
-
-	/*
-	 * The kernel sleeps in io_uring_enter until the real CQ tail reaches
-	 * the real head it read at the start plus min_complete.  A thread that
-	 * moves CQEs into the shadow advances that head; had it done so after
-	 * a waiter looked at the shadow and before the kernel read the head,
-	 * the waiter would sleep on for CQEs that are already in the shadow.
-	 * So while any thread waits, CQEs are taken without publishing the
-	 * head, and a waiter asks the kernel for the CQEs taken but not yet
-	 * released on top of what it lacks (complete_wait_begin).  Both under
-	 * cq_lock.
-	 */
-	unsigned rcq_taken;	/* real CQEs bufsel has taken */
-	/*
-	 * A real CQE moved into the shadow keeps its real slot until the
-	 * program consumes it there, so the kernel's CQ is as full as the
-	 * program's would be natively and overflows (ending a multishot
-	 * request) at the same point.  cq_from_real[i] says whether shadow slot
-	 * i came from the real CQ; rcq_held counts those the program has not
-	 * consumed by shadow head sh_released; the real head is published as
-	 * rcq_taken - rcq_held.  All under cq_lock.
-	 */
+	/* Whether shadow slot i came from the real CQ (struct ring_shared):
+	 * in the scratch mapping, under cq_lock. */
 	uint8_t *cq_from_real;
-	unsigned rcq_held, sh_released;
-	unsigned cq_waiters;	/* threads between complete_wait_begin and _end */
 
 	/* Buffer selection: the ring's legacy groups and the requests bufsel
 	 * rewrote.  pool_lock guards the pool (drain and completion both use
@@ -165,30 +223,16 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	struct pool *pool;
 	struct spin pool_lock;
 	struct req_table reqs;
-	struct cqe_queue synth;
 	struct req *ready;		/* chains completions made ready to issue (cq_lock) */
 	struct req *parked;		/* receives whose data came while their group was empty
 					 * but bufsel's own receives held its buffers (cq_lock) */
-	unsigned cqe_lost;		/* CQEs bufsel made but found no memory for: in the
-					 * shadow's overflow counter, as the kernel counts its own */
+	struct io_uring_cqe *synth_reserve;	/* x->synth's reserve, in the scratch mapping */
+	int synth_owner;		/* x->synth is in this process's heap (cq_lock) */
 	struct rewrite_undo *undo;	/* one per SQ entry: the batch being drained */
 	unsigned *prog_end;		/* per real slot: program SQEs consumed through it */
-	void *scratch;			/* the mapping undo and prog_end live in */
+	void *scratch;			/* the mapping undo and prog_end live in (MAP_SHARED:
+					 * a fork shares it, with x) */
 	size_t scratch_len;
-	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
-	int kernel_skip;		/* and the kernel has seen such an SQE too */
-
-	/*
-	 * The program's TIMEOUT requests in flight, by user_data
-	 * (preload/timeouts.c): the kernel ends a wait when one of them
-	 * completes (its ctx->cq_timeouts), and bufsel, which waits in rounds,
-	 * must see it too.  The table under tmo_lock; cq_timeouts counts the
-	 * completions bufsel moved.  Past TMO_TRACKED, later ones go untracked.
-	 */
-	struct spin tmo_lock;
-	atomic_uint tmo_n;
-	atomic_uint cq_timeouts;
-	uint64_t tmo_ud[TMO_TRACKED];
 	/*
 	 * A TIMEOUT with a count (sqe->off) completes once the CQ has had that
 	 * many more CQEs than when it was issued, those of fired timeouts not
@@ -198,7 +242,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * program's CQ (ring_cq_seq): cq_seq0 is where it stood when the batch
 	 * being submitted began (sq_lock; the CQEs of requests that complete at
 	 * submission count, as the kernel posts them after the batch), and
-	 * counting lists the TIMEOUTs still counting (cq_lock).
+	 * counting lists the TIMEOUTs still counting (cq_lock).  The TIMEOUTs
+	 * are requests, each process's own, as the request table is.
 	 */
 	unsigned cq_seq0;
 	struct req *counting;
@@ -224,8 +269,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * (flags_own: TASKRUN while released work waits for an enter,
 	 * CQ_OVERFLOW while it holds CQEs) and takes back only those.
 	 */
-	int flags_shared;
-	unsigned flags_own;	/* under cq_lock */
+	int flags_shared;	/* bufsel's bits: x->flags_own */
 	/*
 	 * Completions reach the shadow CQ without waiting for the program to
 	 * enter, as they reach the kernel's CQ natively: the process's mover
@@ -234,8 +278,11 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * IORING_SQ_TASKRUN always, to send the program in.
 	 */
 	int cq_moved;
-	/* The mover is issuing what completions released (mover.c). */
-	atomic_int followup_busy;
+	/* A fork child's: the ring came from its parent, and this process's
+	 * mover does not watch it (yet).  It does from the child's first
+	 * enter on the ring (mover_adopt): until then the parent's mover,
+	 * which shares x and the shadow, moves its completions. */
+	atomic_int inherited;
 	int mover_wake_fd;	/* SQPOLL: eventfd that wakes the poller (IORING_ENTER_SQ_WAKEUP,
 				 * or the ring is gone) */
 	int mover_ep;		/* SQPOLL: the epoll the sleeping poller waits in: that
@@ -271,7 +318,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
  */
 #define RING_SLOTS 1024
 
-struct ring *ring_alloc(void);			/* a claimed slot, zeroed, refs 1, not live */
+struct ring *ring_alloc(void);			/* a claimed slot, zeroed, refs 1, not live; with x */
 void ring_publish(struct ring *r);		/* make it findable */
 void ring_abandon(struct ring *r);		/* undo ring_alloc after a failed setup */
 struct ring *ring_get(int fd);			/* by fd (or a dup of it); takes a ref */
@@ -312,7 +359,7 @@ int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
 static inline unsigned ring_cq_seq(const struct ring *r)
 {
 	return atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed) -
-	       atomic_load_explicit(&r->cq_timeouts, memory_order_relaxed);
+	       atomic_load_explicit(&r->x->cq_timeouts, memory_order_relaxed);
 }
 /* Calls fn for every live ring, holding a reference. */
 /* Slot numbers, for references that must not hold the ring (the mover's

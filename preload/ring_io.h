@@ -33,7 +33,7 @@ struct submit_batch {
 	int empty;		/* nothing to submit: the kernel leaves the SQ head alone */
 };
 
-/* Caller holds r->sq_lock for both. */
+/* Caller holds r->x->sq_lock for both. */
 void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b);
 /* Returns how many program SQEs the kernel's answer consumed. */
 unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret);
@@ -42,7 +42,7 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret);
 int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct io_uring_sqe *rest,
 		unsigned n);
 
-/* Moves every CQE that fits; returns the number moved.  Takes r->cq_lock. */
+/* Moves every CQE that fits; returns the number moved.  Takes r->x->cq_lock. */
 unsigned complete_reap(struct ring *r);
 /* complete_reap, then issues what those completions released (a receive
  * whose data came, a held chain), which must reach the kernel before anyone
@@ -52,8 +52,8 @@ unsigned complete_reap_follow(struct ring *r);
  * consumed something whose real slot bufsel has not given back? */
 static inline bool complete_pending(const struct ring *r)
 {
-	return atomic_load_explicit(r->rcq_tail, memory_order_acquire) != r->rcq_taken ||
-	       atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) != r->sh_released;
+	return atomic_load_explicit(r->rcq_tail, memory_order_acquire) != r->x->rcq_taken ||
+	       atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) != r->x->sh_released;
 }
 /* The same unless another reaper (or the code a signal interrupted) holds
  * cq_lock: then nothing, the holder moves what there is. */
@@ -71,6 +71,10 @@ void complete_sync_cq_flags(struct ring *r);
  */
 unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target);
 void complete_wait_end(struct ring *r);
+/* A ring shared across fork: waiters whose process died (killed in their
+ * wait) stop holding the real CQ head back.  Takes cq_lock; costs nothing
+ * on a ring no fork shared, or with no waiter. */
+void complete_prune_waiters(struct ring *r);
 /* A resize (resize.c), caller holding cq_lock: the CQEs the program has
  * not consumed (after giving back the real slots of those it has), and
  * their move into the new shadow ns, from_real and reserve being the new
@@ -78,7 +82,7 @@ void complete_wait_end(struct ring *r);
 unsigned complete_resize_pending(struct ring *r);
 void complete_resize_move(struct ring *r, struct shadow *ns, uint8_t *from_real,
 			  struct io_uring_cqe *reserve);
-/* Queues a CQE bufsel made itself; caller holds r->cq_lock. */
+/* Queues a CQE bufsel made itself; caller holds r->x->cq_lock. */
 void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 
 /* False when the kernel would refuse these io_uring_enter flags (-EINVAL). */

@@ -174,7 +174,7 @@ void setup_point_real(struct ring *r, const struct io_uring_params *p, char *s, 
 	r->rcq_tail = (void *)(c + p->cq_off.tail);
 	r->rcq_overflow = (void *)(c + p->cq_off.overflow);
 	r->rcq_flags = p->cq_off.flags ? (void *)(c + p->cq_off.flags) : NULL;
-	r->rcq_taken = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
+	r->x->rcq_taken = atomic_load_explicit(r->rcq_head, memory_order_relaxed);
 	r->rcq_mask = *(unsigned *)(c + p->cq_off.ring_mask);
 	r->rcq_entries = *(unsigned *)(c + p->cq_off.ring_entries);
 	r->rcqes = (void *)(c + p->cq_off.cqes);
@@ -394,7 +394,7 @@ long emu_setup(const long a[6])
 	ring_fd_reused((int)fd);
 	struct ring *r = ring_alloc();
 	if (!r) {
-		log_once(BUFSEL_LOG_WARN, ONCE_RING_SLOTS, "ring fd %ld: more than %d rings alive, passed through to the kernel", fd,
+		log_once(BUFSEL_LOG_WARN, ONCE_RING_SLOTS, "ring fd %ld: more than %d rings alive (or no memory for one), passed through to the kernel", fd,
 			 RING_SLOTS);
 		sys_close((int)fd);
 		real_mem_free(&m);

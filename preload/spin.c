@@ -45,6 +45,18 @@ static int in_process(int tid)
 	return raw3(SYS_tgkill, pid, tid, 0) != -ESRCH;
 }
 
+/* Is tid a thread of any process (kill reaches a task by any thread's id;
+ * EPERM: one this process may not signal, which exists all the same)? */
+static int alive_anywhere(int tid)
+{
+	return raw3(SYS_kill, tid, 0, 0) != -ESRCH;
+}
+
+int spin_tid_gone(int tid)
+{
+	return !alive_anywhere(tid);
+}
+
 #define SPINS_BEFORE_YIELD	64
 #define YIELDS_PER_CHECK	64
 
@@ -70,7 +82,7 @@ void spin_lock_slow(struct spin *s, int me)
 				return;
 			}
 			me = real;
-			if (!in_process(owner) &&
+			if (!in_process(owner) && (!s->shared || !alive_anywhere(owner)) &&
 			    atomic_compare_exchange_strong_explicit(&s->v, &owner, me, memory_order_acquire,
 								    memory_order_relaxed)) {
 				s->depth = 0;

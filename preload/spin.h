@@ -14,6 +14,13 @@
  *  - a signal handler that re-enters bufsel on the thread that holds the
  *    lock: the owner is suspended under the waiter and can never let go,
  *    so the lock is taken again, recursively.
+ *
+ * A shared lock lives in memory a fork shares (a ring's struct ring_shared):
+ * its owner may be a live thread of another process that uses the same
+ * ring, which will let go, so it is waited for; only an owner that is no
+ * thread of any process (it died holding the lock: its process was killed)
+ * is taken over.  A fork child that finds such a lock held by the parent's
+ * thread that was mid-copy at the fork simply waits for it.
  */
 #ifndef BUFSEL_PRELOAD_SPIN_H
 #define BUFSEL_PRELOAD_SPIN_H
@@ -23,6 +30,7 @@
 struct spin {
 	atomic_int v;		/* owner's tid; 0: free */
 	int depth;		/* times the owner re-took it from a signal handler */
+	int shared;		/* in memory other processes may map (above) */
 };
 
 /* The calling thread's id, cached; 0 until first asked for. */
@@ -62,6 +70,9 @@ static inline void spin_unlock(struct spin *s)
 	}
 	atomic_store_explicit(&s->v, 0, memory_order_release);
 }
+
+/* Is tid no thread of any process any more (its process died)? */
+int spin_tid_gone(int tid);
 
 /* In a fork child: the cached id is the parent thread's. */
 void spin_after_fork(void);

@@ -29,7 +29,7 @@ static inline void real_slot_publish(struct ring *r, unsigned slot)
 /* The SQ head moves: bufsel's copy, and the one the program sees. */
 static void sq_head_set(struct ring *r, unsigned head)
 {
-	r->sq_head = head;
+	r->x->sq_head = head;
 	atomic_store_explicit(r->sh.sq_head, head, memory_order_release);
 }
 
@@ -50,7 +50,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
-		r->drain_disabled = 1;
+		r->x->drain_disabled = 1;
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
 	if (st->chain_fails) {
@@ -90,7 +90,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 			r->undo[st->copied].kind = 0;
 	}
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
-		r->kernel_skip = 1;
+		r->x->kernel_skip = 1;
 	/* The program's own TIMEOUT, not a stand-in bufsel made of another SQE,
 	 * nor one bufsel counts itself (which counts its own firing). */
 	if (src->opcode == IORING_OP_TIMEOUT && sqe->opcode == IORING_OP_TIMEOUT && r->undo &&
@@ -164,7 +164,7 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	struct shadow *s = &r->sh;
 	/* The kernel's SQ head is its own (cached_sq_head): what the program
 	 * writes to the visible one changes nothing. */
-	unsigned head = r->sq_head;
+	unsigned head = r->x->sq_head;
 	unsigned avail = atomic_load_explicit(s->sq_tail, memory_order_acquire) - head;
 	/* io_sqring_entries: never more than the SQ holds, however far the
 	 * tail is ahead, so SQEs bufsel holds back are bounded as the SQ is. */
@@ -181,9 +181,9 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	if (n && r->hooks) {
 		/* Natively the kernel's CQ already holds what bufsel has not
 		 * moved yet: a TIMEOUT of this batch does not count those. */
-		spin_lock(&r->cq_lock);
-		r->cq_seq0 = ring_cq_seq(r) + (atomic_load_explicit(r->rcq_tail, memory_order_acquire) - r->rcq_taken);
-		spin_unlock(&r->cq_lock);
+		spin_lock(&r->x->cq_lock);
+		r->cq_seq0 = ring_cq_seq(r) + (atomic_load_explicit(r->rcq_tail, memory_order_acquire) - r->x->rcq_taken);
+		spin_unlock(&r->x->cq_lock);
 	}
 	b->st.real_tail = rtail;
 	for (unsigned i = 0; i < n; i++) {
@@ -247,7 +247,7 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 	if (r->hooks)
 		for (unsigned i = b->copied; i-- > taken;) {
 			const struct io_uring_sqe *sqe = &r->rsqes[(b->real_tail + i) & r->rsq_mask];
-			if (sqe->opcode == IORING_OP_TIMEOUT && atomic_load_explicit(&r->tmo_n, memory_order_relaxed))
+			if (sqe->opcode == IORING_OP_TIMEOUT && atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
 				timeouts_not_taken(r, sqe->user_data);
 			r->hooks->undo(r, &r->undo[i]);
 		}

@@ -14,13 +14,13 @@
 void timeouts_submitted(struct ring *r, uint64_t user_data);
 /* ... and the kernel did not take it after all. */
 void timeouts_not_taken(struct ring *r, uint64_t user_data);
-/* A real CQE is being moved: counts it in r->cq_timeouts if it is one of
- * theirs.  Cheap to skip while r->tmo_n is 0. */
+/* A real CQE is being moved: counts it in r->x->cq_timeouts if it is one of
+ * theirs.  Cheap to skip while r->x->tmo_n is 0. */
 void timeouts_completed(struct ring *r, const struct io_uring_cqe *cqe);
 
 static inline unsigned timeouts_fired(struct ring *r)
 {
-	return atomic_load_explicit(&r->cq_timeouts, memory_order_acquire);
+	return atomic_load_explicit(&r->x->cq_timeouts, memory_order_acquire);
 }
 
 #endif

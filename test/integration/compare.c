@@ -76,6 +76,7 @@
 	X(patch_regs, 10, true, true)          \
 	X(fork, 10, true, true)                \
 	X(fork_setup_race, 30, true, true)     \
+	X(fork_shared_ring, 20, true, true)    \
 	X(close_mapped, 15, true, true)        \
 	X(wait_timeout, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(eintr, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \

@@ -49,12 +49,14 @@ static struct fake *fake_ring(unsigned sq, unsigned cq, unsigned setup_flags)
 	f->r.rcq_entries = 2 * cq;
 	f->r.rcqes = f->rcqes;
 	f->r.cq_from_real = calloc(cq, 1);
+	f->r.x = calloc(1, sizeof(*f->r.x));
 	return f;
 }
 
 static void fake_free(struct fake *f)
 {
 	free(f->r.cq_from_real);
+	free(f->r.x);
 	free(f->mem);
 	free(f);
 }
