@@ -366,6 +366,7 @@ int mover_watch(struct ring *r)
 	if (err)
 		return (int)err;
 	r->cq_moved = 1;
+	r->watch_ep = ep;
 	return 0;
 }
 
@@ -376,6 +377,7 @@ static void unwatch(int fd, struct ring *r, int *first)
 {
 	(void)fd;
 	(void)first;
+	r->watch_ep = -1;
 	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN))
 		r->cq_moved = 0;
 }
