@@ -395,8 +395,11 @@ long emu_setup(const long a[6])
 	 * not spin as long as well: it sleeps after a millisecond, and the
 	 * poller wakes it when it has SQEs for it. */
 	unsigned prog_idle = p.sq_thread_idle;
-	if (p.flags & IORING_SETUP_SQPOLL)
+	if (p.flags & IORING_SETUP_SQPOLL) {
 		p.sq_thread_idle = 1;
+		/* Before the kernel's SQ thread shares the fd table (sys.c). */
+		sys_fd_table_grow();
+	}
 	long fd = setup_real((unsigned)a[0], &p, &m);
 	p.sq_thread_idle = prog_idle;
 	if (fd < 0)
