@@ -119,7 +119,7 @@ int shadow_view_intact(const struct shadow *sh)
 		uintptr_t end = atomic_load_explicit(&sh->views[i].end, memory_order_relaxed);
 		if (!start || end <= start)
 			continue;
-		char path[sizeof(prefix) + 2 * 2 * sizeof(uintptr_t) + 2], *p = path;
+		char path[sizeof(prefix) + 4 * sizeof(uintptr_t) + 2], *p = path;	/* two hex numbers and a dash */
 		for (const char *c = prefix; *c; c++)
 			*p++ = *c;
 		p = put_hex(p, start);
