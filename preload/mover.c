@@ -390,6 +390,7 @@ int mover_watch(struct ring *r)
 	if (err)
 		return (int)err;
 	r->cq_moved = 1;
+	r->watch_ep = ep;
 	return 0;
 }
 
@@ -408,6 +409,7 @@ static void unwatch(int fd, struct ring *r, int *first)
 {
 	(void)fd;
 	(void)first;
+	r->watch_ep = -1;
 	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN))
 		r->cq_moved = 0;
 	atomic_store_explicit(&r->inherited, 1, memory_order_relaxed);
@@ -425,7 +427,7 @@ void mover_adopt(struct ring *r)
 	int err = mover_watch(r);
 	if (err)
 		log_once(BUFSEL_LOG_WARN, ONCE_NO_MOVER, "ring fd %d: no completion mover (%s): completions move only when the program enters",
-			 r->prog_fd, strerror(-err));
+			 r->prog_fd, log_errname(err));
 	complete_reap(r);	/* the flags of a ring with a mover */
 }
 

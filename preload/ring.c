@@ -23,6 +23,7 @@
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
+#include "preload/procfile.h"
 #include "preload/shadow.h"
 #include "preload/state.h"
 #include "preload/stats.h"
@@ -119,6 +120,7 @@ struct ring *ring_alloc(void)
 			r->x->sq_lock.shared = r->x->cq_lock.shared = r->x->tmo_lock.shared = 1;
 			r->x->proc_pid[0] = (int)sys_call3(SYS_getpid, 0, 0, 0);
 			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
+			r->watch_ep = -1;
 			atomic_store(&r->real_fd, -1);
 			atomic_store(&r->refs, 1);
 			return r;
@@ -297,6 +299,7 @@ static void ring_destroy(struct ring *r)
 	if (r->mem_fd >= 0)
 		sys_close(r->mem_fd);
 	r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
+	r->watch_ep = -1;
 	atomic_store(&r->real_fd, -1);
 }
 
@@ -465,25 +468,81 @@ static void ring_release(struct ring *r)
 	ring_put(r);
 }
 
+struct listed {
+	unsigned long ino;
+	int found;
+};
+
+/* A line of an epoll's fdinfo: "tfd: N events: E data: D  pos:P ino:I sdev:S". */
+static int epoll_line(const char *s, const char *end, void *arg)
+{
+	struct listed *l = arg;
+	if (end - s < 4 || s[0] != 't' || s[1] != 'f' || s[2] != 'd' || s[3] != ':')
+		return 0;
+	for (; end - s > 5; s++)
+		if (s[0] == ' ' && s[1] == 'i' && s[2] == 'n' && s[3] == 'o' && s[4] == ':')
+			break;
+	if (end - s <= 5)
+		return 0;
+	unsigned long ino = 0;
+	int digits = 0;
+	for (s += 5; s < end; s++, digits++) {
+		char c = *s;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+		if (d == 16)
+			break;
+		ino = ino << 4 | d;
+	}
+	if (digits && ino == l->ino)
+		l->found = 1;
+	return l->found;
+}
+
+/*
+ * Whether r's file may still exist: 0 when the epoll that watches it no
+ * longer lists it (the kernel drops a file from every epoll as its last
+ * reference goes, and only then), 1 when it does or nothing can tell.
+ */
+static int file_may_live(const struct ring *r)
+{
+	if (r->watch_ep < 0 || !r->unpinned || r->priv_fd >= 0)
+		return 1;	/* not watched, or bufsel's own fd keeps it */
+	char path[32];
+	procfile_fdinfo_path(path, r->watch_ep);
+	struct listed l = { r->ino, 0 };
+	int err = procfile_lines(path, epoll_line, &l);
+	return err < 0 || l.found;
+}
+
+/* An answer from shadow_mapped_elsewhere worked out beforehand (a sweep
+ * asks for every ring at once), or NOT_ASKED. */
+#define NOT_ASKED 2
+
 /* Does any fd of the process other than bufsel's own refer to r's file? */
-static int ring_alive(struct ring *r)
+static int ring_alive_as(struct ring *r, int mapped)
 {
 	/* The program's mappings hold the ring (one it cannot tell about
 	 * stays: keeping a ring is safer than losing one). */
-	if (r->map_pin && shadow_mapped_elsewhere(r->sh.mem) != 0)
+	if (r->map_pin && (mapped == NOT_ASKED ? shadow_mapped_elsewhere(&r->sh) : mapped) != 0)
 		return 1;
-	if (same_file(r->prog_fd, r))
+	int prog = r->prog_fd;
+	if (same_file(prog, r))
 		return 1;
 	/* The program's fd number is no longer this ring's: a new ring (or any
 	 * file) may get it, and must not be taken for this one. */
 	r->prog_fd = -1;
 	int real = atomic_load_explicit(&r->real_fd, memory_order_relaxed);
-	if (r->unpinned && real >= 0 && real != r->priv_fd && same_file(real, r))
+	if (r->unpinned && real >= 0 && real != r->priv_fd && real != prog && same_file(real, r))
 		return 1;
 	/* A registered index keeps the ring in use without any fd (a thread
 	 * that exits takes its registrations along unseen: such a ring stays). */
 	if (atomic_load(&r->registered) > 0)
 		return 1;
+	/* The usual end: the program closed its only fd.  Only a ring whose
+	 * file lives on (a dup, a fork's copy) needs the walk below, which
+	 * also finds the fd the ring is now reached by. */
+	if (!file_may_live(r))
+		return 0;
 	int dir = (int)sys_call6(SYS_openat, AT_FDCWD, (long)"/proc/self/fd",
 				 O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
 	if (dir < 0)
@@ -508,21 +567,78 @@ static int ring_alive(struct ring *r)
 	return alive;
 }
 
+static int ring_alive(struct ring *r)
+{
+	return ring_alive_as(r, NOT_ASKED);
+}
+
 /*
  * The sweeps judge a ring holding a reference: without one, another thread
  * could tear the slot down and set a new ring up in it between the judgement
- * and ring_release, which would then drop the new ring.
+ * and ring_release, which would then drop the new ring.  The rings the
+ * program closed but still maps are asked about together, SWEEP_BATCH to one
+ * read of /proc/self/maps.
  */
+#define SWEEP_BATCH 64
+
+static void sweep_batch(struct ring **held, struct shadow_query *q, unsigned n)
+{
+	int err = shadow_mapped_elsewhere_n(q, n);
+	for (unsigned i = 0; i < n; i++) {
+		if (!ring_alive_as(held[i], err ? err : q[i].elsewhere))
+			ring_release(held[i]);
+		ring_put(held[i]);
+	}
+}
+
+/*
+ * A ring the program closed but maps ends when the program unmaps it, which
+ * bufsel does not see: each sweep looks again.  A program that leaves many
+ * rings so (liburing's teardowns.t closes 100 in a row and never unmaps
+ * them) would make each setup look at all of them; a sweep looks at about
+ * PIN_LOOKS of them, each in its turn, so that one unmapped is found within
+ * (pinned rings / PIN_LOOKS) setups, and a close of its fd or a
+ * close_range that names it looks at once.
+ */
+#define PIN_LOOKS 8
+static atomic_uint pinned_seen, sweeps;
+
+static int pin_look_now(const struct ring *r, unsigned sweep, unsigned stride)
+{
+	return stride <= 1 || (ring_slot(r) + sweep) % stride == 0;
+}
+
 void ring_sweep(void)
 {
+	struct ring *held[SWEEP_BATCH];
+	struct shadow_query q[SWEEP_BATCH];
+	unsigned n = 0, pinned = 0;
+	unsigned sweep = atomic_fetch_add_explicit(&sweeps, 1, memory_order_relaxed);
+	unsigned stride = (atomic_load_explicit(&pinned_seen, memory_order_relaxed) + PIN_LOOKS - 1) / PIN_LOOKS;
 	for_each_slot(r) {
 		struct ring *got = ring_tryget(r);
 		if (!got)
 			continue;
+		if (got->map_pin && (pinned++, !pin_look_now(got, sweep, stride))) {
+			ring_put(got);
+			continue;
+		}
+		if (got->map_pin && !shadow_view_intact(&got->sh)) {
+			held[n] = got;
+			q[n] = (struct shadow_query){ got->sh.mem, got->sh.mem_ino, 0 };
+			if (++n == SWEEP_BATCH) {
+				sweep_batch(held, q, n);
+				n = 0;
+			}
+			continue;
+		}
 		if (!ring_alive(got))
 			ring_release(got);
 		ring_put(got);
 	}
+	if (n)
+		sweep_batch(held, q, n);
+	atomic_store_explicit(&pinned_seen, pinned, memory_order_relaxed);
 }
 
 /*
@@ -564,7 +680,7 @@ void ring_closing(unsigned lo, unsigned hi)
 			continue;
 		int fd = got->prog_fd;
 		if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi && got->unpinned && got->priv_fd < 0 &&
-		    got->sh.mem && shadow_mapped_elsewhere(got->sh.mem) == 1) {
+		    got->sh.mem && shadow_mapped_elsewhere(&got->sh) == 1) {
 			int keep = sys_dupfd_high(fd);
 			if (keep >= 0) {
 				got->map_pin = 1;

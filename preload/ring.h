@@ -283,6 +283,12 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * enter on the ring (mover_adopt): until then the parent's mover,
 	 * which shares x and the shadow, moves its completions. */
 	atomic_int inherited;
+	/* The process mover's epoll, when it watches this ring's file (this
+	 * process's, not a parent's), else -1.  Epoll drops a file as the
+	 * file's last reference goes: a ring missing from that epoll's fdinfo
+	 * has no fd left anywhere (ring_alive), which spares a walk of the fd
+	 * table, as long as bufsel's own highest fd. */
+	int watch_ep;
 	int mover_wake_fd;	/* SQPOLL: eventfd that wakes the poller (IORING_ENTER_SQ_WAKEUP,
 				 * or the ring is gone) */
 	int mover_ep;		/* SQPOLL: the epoll the sleeping poller waits in: that

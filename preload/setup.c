@@ -19,6 +19,7 @@
 #include <linux/io_uring.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "preload/compat.h"
@@ -284,6 +285,10 @@ int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct sh
 	if (mfd < 0)
 		return mfd;
 	*mem_fd = -1;
+	/* The inode by which the program's mappings show in /proc/self/maps
+	 * (shadow_maps.c); without it a mapped ring closed is kept. */
+	struct stat st;
+	unsigned long ino = sys_call3(SYS_fstat, mfd, (long)&st, 0) ? 0 : st.st_ino;
 	long err = size_memfd(mfd, lay.total_len);
 	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_POPULATE, mfd, 0);
@@ -303,6 +308,7 @@ int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct sh
 	}
 	*sh = (struct shadow){ .sq_entries = p->sq_entries, .cq_entries = p->cq_entries };
 	shadow_attach(sh, &lay, mem);
+	sh->mem_ino = ino;
 	return 0;
 }
 
@@ -356,6 +362,10 @@ static long map_shadow_part(struct ring *r, void *addr, size_t len, int prot, in
 			return err;
 		}
 	}
+	/* The real ring's page, over the view's first, splits the mapping. */
+	size_t real = r->sh.lay.real_page && memoff == 0 ? r->sh.lay.real_page : 0;
+	if (page_up(len) > real)
+		shadow_note_view(&r->sh, (uintptr_t)m + real, (uintptr_t)m + page_up(len));
 	return m;
 }
 
@@ -385,8 +395,11 @@ long emu_setup(const long a[6])
 	 * not spin as long as well: it sleeps after a millisecond, and the
 	 * poller wakes it when it has SQEs for it. */
 	unsigned prog_idle = p.sq_thread_idle;
-	if (p.flags & IORING_SETUP_SQPOLL)
+	if (p.flags & IORING_SETUP_SQPOLL) {
 		p.sq_thread_idle = 1;
+		/* Before the kernel's SQ thread shares the fd table (sys.c). */
+		sys_fd_table_grow();
+	}
 	long fd = setup_real((unsigned)a[0], &p, &m);
 	p.sq_thread_idle = prog_idle;
 	if (fd < 0)

@@ -31,6 +31,8 @@ struct shadow_layout {
 	size_t total_len;
 };
 
+#define SHADOW_VIEWS 4
+
 struct shadow {
 	struct shadow_layout lay;
 	void *mem;		/* bufsel's mapping of the whole memfd */
@@ -39,6 +41,15 @@ struct shadow {
 	struct io_uring_sqe *sqes;
 	struct io_uring_cqe *cqes;
 	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
+	unsigned long mem_ino;	/* the memfd's inode (0: unknown), by which
+				 * /proc/self/maps shows the program's mappings */
+	/* The program's last SHADOW_VIEWS mappings of it, as made: one that is
+	 * still there as made proves the program maps the shadow without a
+	 * read of the whole maps file (shadow_mapped_elsewhere). */
+	struct {
+		_Atomic uintptr_t start, end;
+	} views[SHADOW_VIEWS];
+	atomic_uint nviews;
 };
 
 /* Computes the layout for a ring of the given (power of two) sizes. */
@@ -54,10 +65,28 @@ void shadow_layout_share_flags(struct shadow_layout *l, uint32_t real_flags_off,
 void shadow_fill_offsets(const struct shadow_layout *l, struct io_sqring_offsets *so,
 			 struct io_cqring_offsets *co);
 
-/* Is the file mapped at mem (a shadow's memfd, at bufsel's mapping of it)
- * also mapped anywhere else in the process (the program's mappings)?  1, 0,
- * or -errno when /proc/self/maps cannot tell. */
-int shadow_mapped_elsewhere(const void *mem);
+/* Is a shadow's memfd mapped anywhere in the process but at bufsel's own
+ * mapping of it, sh->mem (the program's mappings)?  1, 0, or -errno when
+ * /proc/self/maps cannot tell. */
+int shadow_mapped_elsewhere(const struct shadow *sh);
+
+/* The program mapped [start, end) of the shadow (map_shadow_part). */
+void shadow_note_view(struct shadow *sh, uintptr_t start, uintptr_t end);
+
+/* Is one of the program's views noted still mapped as made?  1, or 0 when
+ * none is (or the system does not say: /proc/self/map_files needs
+ * CAP_CHECKPOINT_RESTORE), which shadow_mapped_elsewhere then asks the maps
+ * file about. */
+int shadow_view_intact(const struct shadow *sh);
+
+/* The same question for n shadows at once, with one read of the maps file:
+ * fills each elsewhere; 0 or -errno (then none of them can tell). */
+struct shadow_query {
+	const void *mem;
+	unsigned long ino;
+	int elsewhere;
+};
+int shadow_mapped_elsewhere_n(struct shadow_query *q, unsigned n);
 
 /* Points the shadow's fields into mem and writes the constant ones; with a
  * real page, sq_flags is left for the caller to point at the real word. */

@@ -3,17 +3,24 @@
  * mappings hold its file: a program may close the ring fd and go on reaping
  * CQEs from memory while its requests complete.  The program's mappings of
  * the shadow are copies of bufsel's own (the same memfd), so they show in
- * /proc/self/maps with the inode of the mapping at bufsel's address.  Read
- * with bufsel's own system calls and parsed by hand: this runs from close
- * and from setup, in hooks and in the SIGSYS handler.
+ * /proc/self/maps with the memfd's inode (taken at setup) at addresses other
+ * than bufsel's.  Read with bufsel's own system calls and parsed by hand:
+ * this runs from close and from setup, in hooks and in the SIGSYS handler.
+ * A program that leaves many rings mapped makes the file long, and a read
+ * per ring per sweep would make each setup cost the square of their number:
+ * a view of the program's still in place as bufsel made it answers with one
+ * stat of /proc/self/map_files, and one read of the maps file answers for
+ * every other ring a sweep asks about.
  */
 #include "preload/shadow.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "preload/procfile.h"
 #include "preload/sys.h"
 
 struct maps_line {
@@ -52,80 +59,89 @@ static int parse_line(const char *s, const char *end, struct maps_line *l)
 	return 0;
 }
 
-/* Calls fn for each line of /proc/self/maps until it returns non-zero;
- * returns that, 0 at the end, or -errno. */
-static int for_each_mapping(int (*fn)(const struct maps_line *l, void *arg), void *arg)
-{
-	int fd = (int)sys_call6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0, 0, 0);
-	if (fd < 0)
-		return fd;
-	char buf[4096];
-	size_t have = 0;
-	int ret = 0;
-	for (;;) {
-		long n = sys_call3(SYS_read, fd, (long)(buf + have), (long)(sizeof(buf) - have));
-		if (n < 0) {
-			ret = (int)n;
-			break;
-		}
-		have += (size_t)n;
-		size_t used = 0;
-		for (;;) {
-			char *nl = NULL;
-			for (size_t i = used; i < have; i++)
-				if (buf[i] == '\n') {
-					nl = buf + i;
-					break;
-				}
-			if (!nl)
-				break;
-			struct maps_line l;
-			if (!parse_line(buf + used, nl, &l) && (ret = fn(&l, arg)))
-				break;
-			used = (size_t)(nl + 1 - buf);
-		}
-		if (ret || n == 0)
-			break;
-		/* A line longer than the buffer (a very long path) is cut: its
-		 * numbers come first and were read. */
-		if (used == 0 && have == sizeof(buf))
-			used = have;
-		for (size_t i = used; i < have; i++)
-			buf[i - used] = buf[i];
-		have -= used;
-	}
-	sys_close(fd);
-	return ret;
-}
-
-struct find {
-	uintptr_t at;
-	unsigned long inode;
+struct queries {
+	struct shadow_query *q;
+	unsigned n;
 };
 
-static int inode_at(const struct maps_line *l, void *arg)
+static int note_line(const char *line, const char *end, void *arg)
 {
-	struct find *f = arg;
-	if (l->start <= f->at && f->at < l->end) {
-		f->inode = l->inode;
-		return 1;
+	const struct queries *qs = arg;
+	struct maps_line l;
+	if (parse_line(line, end, &l) || !l.inode)
+		return 0;
+	for (unsigned i = 0; i < qs->n; i++) {
+		struct shadow_query *q = &qs->q[i];
+		uintptr_t at = (uintptr_t)q->mem;
+		if (q->ino == l.inode && !(l.start <= at && at < l.end))
+			q->elsewhere = 1;
 	}
 	return 0;
 }
 
-static int same_inode_elsewhere(const struct maps_line *l, void *arg)
+int shadow_mapped_elsewhere_n(struct shadow_query *q, unsigned n)
 {
-	const struct find *f = arg;
-	return l->inode == f->inode && !(l->start <= f->at && f->at < l->end);
+	for (unsigned i = 0; i < n; i++)
+		q[i].elsewhere = 0;
+	struct queries qs = { q, n };
+	return procfile_lines("/proc/self/maps", note_line, &qs);
 }
 
-int shadow_mapped_elsewhere(const void *mem)
+void shadow_note_view(struct shadow *sh, uintptr_t start, uintptr_t end)
 {
-	struct find f = { (uintptr_t)mem, 0 };
-	int r = for_each_mapping(inode_at, &f);
-	if (r <= 0)
-		return r ? r : -ENOENT;
-	if (!f.inode)
-		return -ENOENT;
-	return for_each_mapping(same_inode_elsewhere, &f);
+	unsigned i = atomic_fetch_add_explicit(&sh->nviews, 1, memory_order_relaxed) % SHADOW_VIEWS;
+	atomic_store_explicit(&sh->views[i].start, 0, memory_order_relaxed);
+	atomic_store_explicit(&sh->views[i].end, end, memory_order_relaxed);
+	atomic_store_explicit(&sh->views[i].start, start, memory_order_relaxed);
+}
+
+static char *put_hex(char *p, uintptr_t v)
+{
+	char digits[2 * sizeof(v)];
+	int n = 0;
+	do {
+		digits[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (n)
+		*p++ = digits[--n];
+	return p;
+}
+
+int shadow_view_intact(const struct shadow *sh)
+{
+	static const char prefix[] = "/proc/self/map_files/";
+	unsigned n = atomic_load_explicit(&sh->nviews, memory_order_relaxed);
+	if (!sh->mem_ino)
+		return 0;
+	for (unsigned i = 0; i < n && i < SHADOW_VIEWS; i++) {
+		uintptr_t start = atomic_load_explicit(&sh->views[i].start, memory_order_relaxed);
+		uintptr_t end = atomic_load_explicit(&sh->views[i].end, memory_order_relaxed);
+		if (!start || end <= start)
+			continue;
+		char path[sizeof(prefix) + 4 * sizeof(uintptr_t) + 2], *p = path;	/* two hex numbers and a dash */
+		for (const char *c = prefix; *c; c++)
+			*p++ = *c;
+		p = put_hex(p, start);
+		*p++ = '-';
+		p = put_hex(p, end);
+		*p = '\0';
+		/* The name is the mapping's exact range; stat follows it to the
+		 * file, whose inode says it is still the shadow's. */
+		struct stat st;
+		if (!sys_call6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0) && st.st_ino == sh->mem_ino)
+			return 1;
+	}
+	return 0;
+}
+
+int shadow_mapped_elsewhere(const struct shadow *sh)
+{
+	if (shadow_view_intact(sh))
+		return 1;
+	if (!sh->mem_ino)
+		return -ENOENT;	/* its inode could not be had: cannot tell */
+	struct shadow_query q = { sh->mem, sh->mem_ino, 0 };
+	int err = shadow_mapped_elsewhere_n(&q, 1);
+	return err ? err : q.elsewhere;
 }

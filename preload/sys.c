@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -182,4 +183,24 @@ int sys_kcmp_file(int fd1, int fd2)
 ssize_t sys_write(int fd, const void *buf, size_t len)
 {
 	return sys_call3(SYS_write, fd, (long)buf, (long)len);
+}
+
+/*
+ * The kernel grows a process's fd table when a new fd does not fit, and
+ * once another task shares the table (an SQPOLL ring's kernel thread, an
+ * io-wq worker, any thread) it waits for an RCU grace period first
+ * (expand_fdtable): milliseconds, during which the process cannot even die
+ * of a signal.  bufsel's first high fd would be that fd, right after the
+ * kernel started the SQ thread: grown beforehand, while setup is still the
+ * only task, the table never needs to grow for it again (it never shrinks).
+ */
+void sys_fd_table_grow(void)
+{
+	int efd = (int)sys_call3(SYS_eventfd2, 0, EFD_CLOEXEC, 0);
+	if (efd < 0)
+		return;
+	int high = sys_dupfd_high(efd);
+	if (high >= 0)
+		sys_close(high);
+	sys_close(efd);
 }

@@ -37,6 +37,8 @@ void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int sys_munmap(void *addr, size_t len);
 int sys_close(int fd);
 int sys_dupfd_high(int fd);
+/* Grows the fd table to bufsel's high range now (see sys.c). */
+void sys_fd_table_grow(void);
 int sys_kcmp_file(int fd1, int fd2);
 ssize_t sys_write(int fd, const void *buf, size_t len);
 
