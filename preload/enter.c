@@ -263,6 +263,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	/* What the program consumed on other rings is given back first: a
 	 * request submitted now may poll one of their fds. */
 	mover_reap_others(r);
+	complete_release(r);
 	if (to_submit || sqpoll) {
 		ret = enter_submit(r, to_submit, flags, &wait);
 		if (ret < 0)

@@ -48,6 +48,11 @@ unsigned complete_reap(struct ring *r);
  * whose data came, a held chain), which must reach the kernel before anyone
  * waits for it, and moves what that completes in turn.  Outside sq_lock. */
 unsigned complete_reap_follow(struct ring *r);
+/* Gives the kernel back the real slots of what the program consumed: the
+ * kernel reads the program's CQ head whenever it looks (io_uring_poll on
+ * the ring's own fd, overflow), so a request about to be issued must see
+ * the CQ as empty as the program left it.  Takes r->cq_lock. */
+void complete_release(struct ring *r);
 /* Has the kernel's CQ something bufsel has not moved, or the program
  * consumed something whose real slot bufsel has not given back? */
 static inline bool complete_pending(const struct ring *r)

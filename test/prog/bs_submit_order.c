@@ -15,6 +15,10 @@
  * - io_prep_rw reads a PI attribute at prep (-EFAULT at NULL); io_init_req
  *   checks the personality before PROVIDE_BUFFERS' own prep.
  * - A SEND takes a legacy buffer whole (io_buffers_select): len caps nothing.
+ * - A READ on the ring's own fd polls the ring (io_file_supports_nowait:
+ *   io_uring_poll is readable while the CQ the program sees is not empty),
+ *   so with the CQ reaped it waits, on a DEFER_TASKRUN ring too, and fails
+ *   with -EINVAL (a buffer consumed) once a CQE is there.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -164,6 +168,29 @@ int main(void)
 	char got[32];
 	ssize_t n = read(sv[0], got, sizeof(got));
 	note("received %zd bytes", n);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER);
+	if (ret < 0)
+		die("queue_init defer: %s", strerror(-ret));
+	note("DEFER_TASKRUN ring: NOP reaped, then buffer-select READ and plain READ on the ring's own fd");
+	provide(&ring, &g, 1, 0, 2, 27);
+	nop(28);
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	prep_read_sel(&ring, ring.ring_fd, 0, 1, 0, 29);
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "buffer-select READ on the ring fd");
+	sqe = get_sqe(&ring);
+	io_uring_prep_read(sqe, ring.ring_fd, got, sizeof(got), 0);
+	sqe->user_data = 30;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "READ on the ring fd");
+	note("a NOP's CQE makes the ring readable: both READs fail");
+	nop(31);
+	submit_expect(&ring, 1);
+	io_uring_get_events(&ring);	/* the READs' poll task work, with the NOP's CQE unreaped */
+	reap_show_sorted(&ring, 3, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
