@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -425,6 +426,18 @@ static int not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def)
 	if (!def->sock || (sqe->flags & IOSQE_FIXED_FILE))
 		return 0;
 	return sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK;
+}
+
+/* file_can_poll: epoll_ctl refuses a file without ->poll with EPERM. */
+static int cannot_poll(int fd)
+{
+	int ep = (int)sys_call3(SYS_epoll_create1, O_CLOEXEC, 0, 0);
+	if (ep < 0)
+		return 0;
+	struct epoll_event ev = { .events = EPOLLIN };
+	long err = sys_call6(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, fd, (long)&ev, 0, 0);
+	sys_close(ep);
+	return err == -EPERM;
 }
 
 static int polls_first(const struct io_uring_sqe *sqe)
@@ -936,7 +949,9 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
 	if (bad_fd(r, sqe))
 		res = -EBADF;
-	else if (!polls_first(sqe) && not_a_socket(sqe, def))
+	else if (r->to_wq && !fixed && cannot_poll(sqe->fd))
+		res = -EBADFD;	/* io_wq_submit_work: no multishot from io-wq but by poll */
+	else if (!polls_first(sqe) && !r->to_wq && not_a_socket(sqe, def))
 		res = -ENOTSOCK;
 	else if (polling_without_waiting(sqe))
 		res = -EAGAIN;

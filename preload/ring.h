@@ -171,6 +171,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	unsigned *prog_end;		/* per real slot: program SQEs consumed through it */
 	void *scratch;			/* the mapping undo and prog_end live in */
 	size_t scratch_len;
+	int to_wq;			/* the SQE being placed goes to io-wq (place_one) */
 	int drain_disabled;		/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;		/* and the kernel has seen such an SQE too */
 

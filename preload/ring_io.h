@@ -17,6 +17,7 @@ struct place_state {
 	int linked;		/* the SQE before had IO_LINK or IO_HARDLINK */
 	void *capture;		/* a request taking the rest of the current chain */
 	int chain_fails;	/* the current chain fails at submission (submit_prepare) */
+	int chain_open;		/* the current chain still links at the batch's end */
 };
 
 struct submit_batch {

@@ -19,6 +19,10 @@
  *   io_uring_poll is readable while the CQ the program sees is not empty),
  *   so with the CQ reaped it waits, on a DEFER_TASKRUN ring too, and fails
  *   with -EINVAL (a buffer consumed) once a CQE is there.
+ * - A multishot receive issued from io-wq (IOSQE_ASYNC, or the head of a
+ *   chain the batch leaves open: io_queue_sqe_fallback) on a file that
+ *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
+ *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -191,6 +195,41 @@ int main(void)
 	submit_expect(&ring, 1);
 	io_uring_get_events(&ring);	/* the READs' poll task work, with the NOP's CQE unreaped */
 	reap_show_sorted(&ring, 3, NULL);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	provide(&ring, &g, 6, 0, 2, 32);
+	int tf = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+	if (tf < 0)
+		die("O_TMPFILE: %s", strerror(errno));
+	write_all(tf, "abc", 3);
+	note("multishot RECV and RECVMSG on a regular file: inline, linked at the batch's end, IOSQE_ASYNC");
+	for (int k = 0; k < 6; k++) {
+		if (k & 1) {
+			sqe = get_sqe(&ring);
+			io_uring_prep_recvmsg(sqe, tf, &mh, 0);
+			sqe->flags |= IOSQE_BUFFER_SELECT;
+			sqe->buf_group = 6;
+		} else {
+			sqe = prep_recv_sel(&ring, tf, 0, 0, 6, 0);
+		}
+		sqe->ioprio = IORING_RECV_MULTISHOT;
+		sqe->flags |= k >= 4 ? IOSQE_ASYNC : k >= 2 ? IOSQE_IO_LINK : 0;
+		run_one(&ring, sqe, 33 + k, NULL);
+	}
+	note("multishot RECV on an empty pipe with IOSQE_ASYNC: it polls, then fails when data comes");
+	sqe = prep_recv_sel(&ring, p[0], 0, 0, 6, 39);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe->flags |= IOSQE_ASYNC;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "multishot RECV on a pipe from io-wq");
+	write_all(p[1], "x", 1);
+	reap_show(&ring, 1, NULL);
+	note("the group still has both buffers");
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 6, 0, 40), 40, &g);
+	run_one(&ring, prep_read_sel(&ring, tf, 0, 6, 0, 41), 41, &g);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
