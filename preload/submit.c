@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "preload/compat.h"
+#include "preload/opdef.h"
 #include "preload/timeouts.h"
 
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
@@ -49,7 +50,8 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
 	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
-	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
+	int drain_was = r->drain_disabled;
+	if (opdef_skip_disables_drain(src))
 		r->drain_disabled = 1;
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
@@ -78,6 +80,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		 * the chain's start to the kernel alone would cut the link. */
 		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(src)) {
 			st->linked = in_chain;
+			r->drain_disabled = drain_was;	/* not seen by the kernel yet */
 			return -1;
 		}
 		*sqe = *src;

@@ -23,6 +23,10 @@
  *   chain the batch leaves open: io_queue_sqe_fallback) on a file that
  *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
  *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
+ * - IOSQE_CQE_SKIP_SUCCESS turns IOSQE_IO_DRAIN off for the ring only on an
+ *   SQE past io_init_req's opcode, flag and buffer-select checks: after a
+ *   NOP that fails those, a drained PROVIDE_BUFFERS still runs; after a NOP
+ *   that passes, it fails with -EOPNOTSUPP.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -230,6 +234,26 @@ int main(void)
 	note("the group still has both buffers");
 	run_one(&ring, prep_read_sel(&ring, p[0], 0, 6, 0, 40), 40, &g);
 	run_one(&ring, prep_read_sel(&ring, tf, 0, 6, 0, 41), 41, &g);
+
+	note("NOP with CQE_SKIP_SUCCESS and BUFFER_SELECT, then a drained PROVIDE_BUFFERS");
+	nop(42);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 7, 0, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 43, NULL);
+	note("NOP with CQE_SKIP_SUCCESS alone, then a drained PROVIDE_BUFFERS");
+	nop(44);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	submit_expect(&ring, 1);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 7, 1, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 45, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
