@@ -259,6 +259,65 @@ static int pi_attr_check(const struct io_uring_sqe *sqe)
 	return 0;
 }
 
+/* access_ok for a range the kernel takes whole: 0 or -EFAULT. */
+static int user_range_check(uint64_t addr, uint64_t len)
+{
+	uint64_t end;
+	return __builtin_add_overflow(addr, len, &end) || end > POOL_USER_END ? -EFAULT : 0;
+}
+
+/* __import_iovec at prep (READV, WRITEV without buffer select): the iovec
+ * array read, a negative length -EINVAL, each range access_ok (one
+ * segment: import_ubuf, which caps the length first). */
+static int iovec_prep_check(uint64_t uvec, uint32_t nr)
+{
+	if (nr > 1024)	/* UIO_MAXIOV */
+		return -EINVAL;
+	if (!nr)
+		return 0;
+	struct iovec iov;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (copy_from_prog(&iov, (const void *)(uintptr_t)(uvec + i * sizeof(iov)), sizeof(iov)))
+			return -EFAULT;
+		if ((ssize_t)iov.iov_len < 0)
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		copy_from_prog(&iov, (const void *)(uintptr_t)(uvec + i * sizeof(iov)), sizeof(iov));
+		uint64_t len = iov.iov_len;
+		if (nr == 1 && len > MAX_RW_COUNT_KERNEL)
+			len = MAX_RW_COUNT_KERNEL;
+		if (user_range_check((uint64_t)(uintptr_t)iov.iov_base, len))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/* io_prep_rw for a request without buffer select, after io_init_req: the
+ * ioprio class, the attribute, then the buffer imported (a plain READ or
+ * WRITE range checked, READV/WRITEV's iovec read).  0 or the error. */
+static int rw_kernel_prep(const struct io_uring_sqe *sqe)
+{
+	int res = sqe->ioprio ? ioprio_check(sqe->ioprio) : 0;
+	if (res)
+		return res;
+	uint64_t mask = sqe_attr_type_mask(sqe);
+	if (mask && mask != RW_ATTR_FLAG_PI)
+		return -EINVAL;
+	if (mask && (res = pi_attr_check(sqe)))
+		return res;
+	switch (sqe->opcode) {
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+		return user_range_check(sqe->addr, sqe->len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : sqe->len);
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+		return iovec_prep_check(sqe->addr, sqe->len);
+	default:
+		return 0;
+	}
+}
+
 /*
  * What the kernel rejects before a buffer-select SQE selects anything, past
  * init_check: io_init_req's opcode, BUFFER_SELECT and ioprio rules, in its
@@ -1221,9 +1280,13 @@ static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
 		return -EINVAL;
 	if ((res = personality_check(r, sqe->personality)))
 		return res;
-	if (!emulated_here(r, sqe, def))
-		return def->kernel_prep && !(sqe->flags & IOSQE_BUFFER_SELECT)
-			       ? def->kernel_prep(sqe, r->setup_flags) : 0;
+	if (!emulated_here(r, sqe, def)) {
+		if (sqe->flags & IOSQE_BUFFER_SELECT)
+			return 0;
+		if (def->rw)
+			return rw_kernel_prep(sqe);
+		return def->kernel_prep ? def->kernel_prep(sqe, r->setup_flags) : 0;
+	}
 	return prep_check(r, sqe, def);
 }
 

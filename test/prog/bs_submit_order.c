@@ -27,6 +27,10 @@
  *   SQE past io_init_req's opcode, flag and buffer-select checks: after a
  *   NOP that fails those, a drained PROVIDE_BUFFERS still runs; after a NOP
  *   that passes, it fails with -EOPNOTSUPP.
+ * - A chain fails whole when a member the kernel runs fails io_prep_rw: a
+ *   READ whose range is not the user's, a READV whose iovec cannot be read
+ *   or has a negative length (-EFAULT, -EINVAL): its PROVIDE_BUFFERS head
+ *   never runs, and the batch stops there.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -254,6 +258,34 @@ int main(void)
 	prep_provide_arena(sqe, &g, 7, 1, 1);
 	sqe->flags |= IOSQE_IO_DRAIN;
 	run_one(&ring, sqe, 45, NULL);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	struct iovec bad_iov = { .iov_base = got, .iov_len = (size_t)-2 };
+	for (int k = 0; k < 3; k++) {
+		note("PROVIDE_BUFFERS linked to a %s, then a NOP",
+		     k == 0 ? "READ into a kernel address" : k == 1 ? "READV with an unreadable iovec" :
+		     "READV with a negative length");
+		sqe = get_sqe(&ring);
+		prep_provide_arena(sqe, &g, 8, 0, 1);
+		sqe->flags |= IOSQE_IO_LINK;
+		sqe->user_data = 46 + 3 * k;
+		sqe = get_sqe(&ring);
+		if (k == 0)
+			io_uring_prep_read(sqe, p[0], (void *)0xffff888000001000ULL, 16, 0);
+		else
+			io_uring_prep_readv(sqe, p[0], k == 1 ? (struct iovec *)8 : &bad_iov, 1, 0);
+		sqe->user_data = 47 + 3 * k;
+		nop(48 + 3 * k);
+		show_submit("chain");
+		reap_show_sorted(&ring, 2, NULL);
+		show_submit("rest");
+		reap_show(&ring, 1, NULL);
+	}
+	note("group 8 is empty");
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 8, 0, 55), 55, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
