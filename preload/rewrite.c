@@ -75,10 +75,6 @@ static void pool_locked_consume(struct ring *r, const struct pool_buf *b)
 static void clear_sqe(struct io_uring_sqe *sqe, uint8_t opcode, uint64_t ud)
 {
 	uint8_t flags = sqe->flags & ~IOSQE_BUFFER_SELECT;
-	/* The stand-in must not turn the kernel's drains off where the SQE
-	 * it stands for would not have. */
-	if (!opdef_skip_disables_drain(sqe))
-		flags &= (uint8_t)~IOSQE_CQE_SKIP_SUCCESS;
 	uint16_t personality = sqe->personality;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = opcode;

@@ -24,9 +24,9 @@
  *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
  *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
  * - IOSQE_CQE_SKIP_SUCCESS turns IOSQE_IO_DRAIN off for the ring only on an
- *   SQE past io_init_req's opcode, flag and buffer-select checks: after a
- *   NOP that fails those, a drained PROVIDE_BUFFERS still runs; after a NOP
- *   that passes, it fails with -EOPNOTSUPP.
+ *   SQE past io_init_req's opcode and flag checks: after a NOP with it and
+ *   an unknown flag, a drained PROVIDE_BUFFERS still runs; after a NOP with it, it
+ *   fails with -EOPNOTSUPP.
  * - A chain fails whole when a member the kernel runs fails io_prep_rw: a
  *   READ whose range is not the user's, a READV whose iovec cannot be read
  *   or has a negative length (-EFAULT, -EINVAL): its PROVIDE_BUFFERS head
@@ -239,10 +239,10 @@ int main(void)
 	run_one(&ring, prep_read_sel(&ring, p[0], 0, 6, 0, 40), 40, &g);
 	run_one(&ring, prep_read_sel(&ring, tf, 0, 6, 0, 41), 41, &g);
 
-	note("NOP with CQE_SKIP_SUCCESS and BUFFER_SELECT, then a drained PROVIDE_BUFFERS");
+	note("NOP with CQE_SKIP_SUCCESS and an unknown flag, then a drained PROVIDE_BUFFERS");
 	nop(42);
 	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT;
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | 0x80;
 	submit_expect(&ring, 1);
 	reap_show(&ring, 1, NULL);
 	sqe = get_sqe(&ring);
