@@ -629,6 +629,40 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 	return 0;
 }
 
+/*
+ * io_recvmsg_prep and io_sendmsg_prep for a RECV, RECVMSG or SEND without
+ * buffer select (the kernel runs it; bufsel only looks along a chain):
+ * read_request's checks, a multishot receive refused, then the buffer
+ * imported at prep (import_ubuf's range; RECVMSG's msghdr and iovec).
+ * A vectored or bundle SEND is left to the kernel.  0 or the error.
+ */
+static int net_kernel_prep(const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (def->select == SELECT_WHEN_READABLE && sqe->addr2)
+		return -EINVAL;
+	if (def->len_int && (int32_t)sqe->len < 0)
+		return def->send_addr ? 0 : -EINVAL;	/* a SEND's: the kernel's to judge */
+	int res = net_prep_check(sqe, def);
+	if (res)
+		return res;
+	if (def->send_addr) {
+		if (sqe->ioprio & ~IORING_RECVSEND_POLL_FIRST)
+			return 0;
+	} else if (sqe->ioprio & IORING_RECV_MULTISHOT) {
+		return -EINVAL;
+	}
+	if (def->buf == BUF_ADDR_LEN)
+		return user_range_check(sqe->addr, sqe->len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : sqe->len);
+	struct msghdr msg;
+	if (copy_from_prog(&msg, (const void *)(uintptr_t)sqe->addr, sizeof(msg)))
+		return -EFAULT;
+	if (msg.msg_name && (int)msg.msg_namelen < 0)
+		return -EINVAL;
+	if (msg.msg_iovlen > UIO_MAXIOV_KERNEL)
+		return -EMSGSIZE;
+	return iovec_prep_check((uint64_t)(uintptr_t)msg.msg_iov, (uint32_t)msg.msg_iovlen);
+}
+
 /* Points the SQE at q's buffer: q->buf is selected, want is what was asked. */
 static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		       const struct opdef *def, uint32_t want, const struct msghdr *msg)
@@ -1281,6 +1315,8 @@ static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
 			return 0;
 		if (def->rw)
 			return rw_kernel_prep(sqe);
+		if (def->sr_flags && def->buf != BUF_NONE)
+			return net_kernel_prep(sqe, def);
 		return def->kernel_prep ? def->kernel_prep(sqe, r->setup_flags) : 0;
 	}
 	return prep_check(r, sqe, def);

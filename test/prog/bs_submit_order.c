@@ -27,10 +27,11 @@
  *   SQE past io_init_req's opcode and flag checks: after a NOP with it and
  *   an unknown flag, a drained PROVIDE_BUFFERS still runs; after a NOP with it, it
  *   fails with -EOPNOTSUPP.
- * - A chain fails whole when a member the kernel runs fails io_prep_rw: a
- *   READ whose range is not the user's, a READV whose iovec cannot be read
- *   or has a negative length (-EFAULT, -EINVAL): its PROVIDE_BUFFERS head
- *   never runs, and the batch stops there.
+ * - A chain fails whole when a member the kernel runs fails its prep: a
+ *   READ or RECV whose range is not the user's, a READV whose iovec cannot
+ *   be read or has a negative length, a RECVMSG whose msghdr cannot be read
+ *   or has too many iovecs (-EFAULT, -EINVAL, -EMSGSIZE): its
+ *   PROVIDE_BUFFERS head never runs, and the batch stops there.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -264,10 +265,14 @@ int main(void)
 	if (ret < 0)
 		die("queue_init: %s", strerror(-ret));
 	struct iovec bad_iov = { .iov_base = got, .iov_len = (size_t)-2 };
-	for (int k = 0; k < 3; k++) {
-		note("PROVIDE_BUFFERS linked to a %s, then a NOP",
-		     k == 0 ? "READ into a kernel address" : k == 1 ? "READV with an unreadable iovec" :
-		     "READV with a negative length");
+	static const char *const bad_member[] = {
+		"READ into a kernel address", "READV with an unreadable iovec", "READV with a negative length",
+		"RECV into a kernel address", "RECVMSG with an unreadable msghdr",
+		"RECVMSG with 2000 iovecs",
+	};
+	struct msghdr many = { .msg_iov = &bad_iov, .msg_iovlen = 2000 };
+	for (int k = 0; k < 6; k++) {
+		note("PROVIDE_BUFFERS linked to a %s, then a NOP", bad_member[k]);
 		sqe = get_sqe(&ring);
 		prep_provide_arena(sqe, &g, 8, 0, 1);
 		sqe->flags |= IOSQE_IO_LINK;
@@ -275,8 +280,12 @@ int main(void)
 		sqe = get_sqe(&ring);
 		if (k == 0)
 			io_uring_prep_read(sqe, p[0], (void *)0xffff888000001000ULL, 16, 0);
-		else
+		else if (k < 3)
 			io_uring_prep_readv(sqe, p[0], k == 1 ? (struct iovec *)8 : &bad_iov, 1, 0);
+		else if (k == 3)
+			io_uring_prep_recv(sqe, sv[0], (void *)0xffff888000001000ULL, 16, 0);
+		else
+			io_uring_prep_recvmsg(sqe, sv[0], k == 4 ? (struct msghdr *)8 : &many, 0);
 		sqe->user_data = 47 + 3 * k;
 		nop(48 + 3 * k);
 		show_submit("chain");
@@ -285,7 +294,7 @@ int main(void)
 		reap_show(&ring, 1, NULL);
 	}
 	note("group 8 is empty");
-	run_one(&ring, prep_read_sel(&ring, p[0], 0, 8, 0, 55), 55, NULL);
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 8, 0, 65), 65, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
