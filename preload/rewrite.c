@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -574,6 +575,15 @@ static int net_prep_check(const struct io_uring_sqe *sqe, const struct opdef *de
 	return 0;
 }
 
+/* io_msg_copy_hdr reads a user_msghdr field by field up to msg_controllen:
+ * msg_flags is never read, so a msghdr whose last word runs into memory
+ * the program cannot read is no fault. */
+static int read_msghdr(struct msghdr *msg, uint64_t addr)
+{
+	memset(msg, 0, sizeof(*msg));
+	return copy_from_prog(msg, (const void *)(uintptr_t)addr, offsetof(struct msghdr, msg_flags));
+}
+
 /* The program's request as bufsel needs it: what it asks for, read the way
  * the kernel reads it at prep.  0, or the prep error. */
 static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def, uint32_t *want,
@@ -601,7 +611,7 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 			return -EFAULT;
 		*want = (uint32_t)iov.iov_len;
 	} else if (def->buf == BUF_MSGHDR) {
-		if (copy_from_prog(msg, (const void *)(uintptr_t)sqe->addr, sizeof(*msg)))
+		if (read_msghdr(msg, sqe->addr))
 			return -EFAULT;
 		/* __copy_msghdr: a negative name length (with a name), then an
 		 * iovec count past UIO_MAXIOV; then io_msg_copy_hdr's one iovec. */
@@ -654,7 +664,7 @@ static int net_kernel_prep(const struct io_uring_sqe *sqe, const struct opdef *d
 	if (def->buf == BUF_ADDR_LEN)
 		return user_range_check(sqe->addr, sqe->len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : sqe->len);
 	struct msghdr msg;
-	if (copy_from_prog(&msg, (const void *)(uintptr_t)sqe->addr, sizeof(msg)))
+	if (read_msghdr(&msg, sqe->addr))
 		return -EFAULT;
 	if (msg.msg_name && (int)msg.msg_namelen < 0)
 		return -EINVAL;

@@ -32,8 +32,13 @@
  *   be read or has a negative length, a RECVMSG whose msghdr cannot be read
  *   or has too many iovecs (-EFAULT, -EINVAL, -EMSGSIZE): its
  *   PROVIDE_BUFFERS head never runs, and the batch stops there.
+ * - io_msg_copy_hdr never reads msg_flags: a msghdr whose last word lies in
+ *   an inaccessible page is no fault (a buffer-select RECVMSG on a group
+ *   that does not exist is -ENOBUFS).
  */
 #include "test/prog/bs_bufs.h"
+
+#include <sys/mman.h>
 
 static struct io_uring ring;
 
@@ -295,6 +300,16 @@ int main(void)
 	}
 	note("group 8 is empty");
 	run_one(&ring, prep_read_sel(&ring, p[0], 0, 8, 0, 65), 65, NULL);
+	note("buffer-select RECVMSG, msg_flags in a PROT_NONE page, no such group");
+	char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pages == MAP_FAILED || mprotect(pages + 4096, 4096, PROT_NONE))
+		die("mmap: %s", strerror(errno));
+	memset(pages + 4096 - 48, 0, 48);
+	sqe = get_sqe(&ring);
+	io_uring_prep_recvmsg(sqe, sv[0], (struct msghdr *)(pages + 4096 - 48), 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 99;
+	run_one(&ring, sqe, 66, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
