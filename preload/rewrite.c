@@ -580,6 +580,8 @@ static int net_prep_check(const struct io_uring_sqe *sqe, const struct opdef *de
  * the program cannot read is no fault. */
 static int read_msghdr(struct msghdr *msg, uint64_t addr)
 {
+	if (!msg)	/* only opcodes with a msghdr get here (opdef.c) */
+		return -EFAULT;
 	memset(msg, 0, sizeof(*msg));
 	return copy_from_prog(msg, (const void *)(uintptr_t)addr, offsetof(struct msghdr, msg_flags));
 }
