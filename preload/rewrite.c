@@ -76,6 +76,16 @@ static void pool_locked_consume(struct ring *r, const struct pool_buf *b)
 static void clear_sqe(struct io_uring_sqe *sqe, uint8_t opcode, uint64_t ud)
 {
 	uint8_t flags = sqe->flags & ~IOSQE_BUFFER_SELECT;
+	/* An SQE io_init_req fails on its opcode or buffer select has its
+	 * flags in the request (a skip flag hides its chain's CQEs) but never
+	 * gets to the skip and drain rules: its stand-in fails in io_init_req
+	 * too, on a flag bit no kernel knows, before those rules, so the real
+	 * ring's drains stay as the program's would. */
+	struct io_uring_sqe with_skip = *sqe;
+	with_skip.flags |= IOSQE_CQE_SKIP_SUCCESS;
+	if (!(sqe->flags & ~SQE_VALID_FLAGS) && !opdef_skip_disables_drain(&with_skip) &&
+	    (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
+		flags |= 0x80;
 	uint16_t personality = sqe->personality;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = opcode;

@@ -24,9 +24,10 @@
  *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
  *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
  * - IOSQE_CQE_SKIP_SUCCESS turns IOSQE_IO_DRAIN off for the ring only on an
- *   SQE past io_init_req's opcode and flag checks: after a NOP with it and
- *   an unknown flag, a drained PROVIDE_BUFFERS still runs; after a NOP with it, it
- *   fails with -EOPNOTSUPP.
+ *   SQE past io_init_req's opcode, flag and buffer-select checks: after a
+ *   NOP with it and an unknown flag, or with BUFFER_SELECT, a drained
+ *   PROVIDE_BUFFERS still runs; after a NOP with it, it fails with
+ *   -EOPNOTSUPP.
  * - A chain fails whole when a member the kernel runs fails its prep: a
  *   READ or RECV whose range is not the user's, a READV whose iovec cannot
  *   be read or has a negative length, a RECVMSG whose msghdr cannot be read
@@ -255,6 +256,16 @@ int main(void)
 	prep_provide_arena(sqe, &g, 7, 0, 1);
 	sqe->flags |= IOSQE_IO_DRAIN;
 	run_one(&ring, sqe, 43, NULL);
+	note("NOP with CQE_SKIP_SUCCESS and BUFFER_SELECT, then a drained PROVIDE_BUFFERS");
+	nop(46);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 7, 2, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 47, NULL);
 	note("NOP with CQE_SKIP_SUCCESS alone, then a drained PROVIDE_BUFFERS");
 	nop(44);
 	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
