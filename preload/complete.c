@@ -161,6 +161,15 @@ static void publish_head(struct ring *r)
 
 static unsigned reap_locked(struct ring *r);
 
+void complete_release(struct ring *r)
+{
+	if (atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) == r->x->sh_released)
+		return;
+	spin_lock(&r->x->cq_lock);
+	publish_head(r);
+	spin_unlock(&r->x->cq_lock);
+}
+
 unsigned complete_reap(struct ring *r)
 {
 	spin_lock(&r->x->cq_lock);

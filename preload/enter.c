@@ -273,6 +273,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	/* What the program consumed on other rings is given back first: a
 	 * request submitted now may poll one of their fds. */
 	mover_reap_others(r);
+	complete_release(r);
 	/* An enter runs the task work already queued before its SQEs: a
 	 * receive whose data came before it gets that data, not a request
 	 * submitted now.  (DEFER_TASKRUN: only a wait runs it.) */

@@ -66,6 +66,11 @@ const struct opdef *opdef_get(uint8_t opcode);
 /* Does the kernel know the opcode (else -EINVAL in io_init_req)? */
 int opdef_known(uint8_t opcode);
 
+/* io_init_req turns IOSQE_IO_DRAIN off for the ring on an SQE with
+ * IOSQE_CQE_SKIP_SUCCESS only past its opcode, flags and buffer-select
+ * checks: does this SQE get there with the flag? */
+int opdef_skip_disables_drain(const struct io_uring_sqe *sqe);
+
 /* Start-up check that every known opcode has a named row: 0 or -EINVAL. */
 int opdef_check(void);
 

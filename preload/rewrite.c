@@ -26,8 +26,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -77,6 +79,16 @@ static void pool_locked_consume(struct ring *r, const struct pool_buf *b)
 static void clear_sqe(struct io_uring_sqe *sqe, uint8_t opcode, uint64_t ud)
 {
 	uint8_t flags = sqe->flags & ~IOSQE_BUFFER_SELECT;
+	/* An SQE io_init_req fails on its opcode or buffer select has its
+	 * flags in the request (a skip flag hides its chain's CQEs) but never
+	 * gets to the skip and drain rules: its stand-in fails in io_init_req
+	 * too, on a flag bit no kernel knows, before those rules, so the real
+	 * ring's drains stay as the program's would. */
+	struct io_uring_sqe with_skip = *sqe;
+	with_skip.flags |= IOSQE_CQE_SKIP_SUCCESS;
+	if (!(sqe->flags & ~SQE_VALID_FLAGS) && !opdef_skip_disables_drain(&with_skip) &&
+	    (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
+		flags |= 0x80;
 	uint16_t personality = sqe->personality;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = opcode;
@@ -257,6 +269,65 @@ static int pi_attr_check(const struct io_uring_sqe *sqe)
 	return 0;
 }
 
+/* access_ok for a range the kernel takes whole: 0 or -EFAULT. */
+static int user_range_check(uint64_t addr, uint64_t len)
+{
+	uint64_t end;
+	return __builtin_add_overflow(addr, len, &end) || end > POOL_USER_END ? -EFAULT : 0;
+}
+
+/* __import_iovec at prep (READV, WRITEV without buffer select): the iovec
+ * array read, a negative length -EINVAL, each range access_ok (one
+ * segment: import_ubuf, which caps the length first). */
+static int iovec_prep_check(uint64_t uvec, uint32_t nr)
+{
+	if (nr > 1024)	/* UIO_MAXIOV */
+		return -EINVAL;
+	if (!nr)
+		return 0;
+	struct iovec iov;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (copy_from_prog(&iov, (const void *)(uintptr_t)(uvec + i * sizeof(iov)), sizeof(iov)))
+			return -EFAULT;
+		if ((ssize_t)iov.iov_len < 0)
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		copy_from_prog(&iov, (const void *)(uintptr_t)(uvec + i * sizeof(iov)), sizeof(iov));
+		uint64_t len = iov.iov_len;
+		if (nr == 1 && len > MAX_RW_COUNT_KERNEL)
+			len = MAX_RW_COUNT_KERNEL;
+		if (user_range_check((uint64_t)(uintptr_t)iov.iov_base, len))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/* io_prep_rw for a request without buffer select, after io_init_req: the
+ * ioprio class, the attribute, then the buffer imported (a plain READ or
+ * WRITE range checked, READV/WRITEV's iovec read).  0 or the error. */
+static int rw_kernel_prep(const struct io_uring_sqe *sqe)
+{
+	int res = sqe->ioprio ? ioprio_check(sqe->ioprio) : 0;
+	if (res)
+		return res;
+	uint64_t mask = sqe_attr_type_mask(sqe);
+	if (mask && mask != RW_ATTR_FLAG_PI)
+		return -EINVAL;
+	if (mask && (res = pi_attr_check(sqe)))
+		return res;
+	switch (sqe->opcode) {
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+		return user_range_check(sqe->addr, sqe->len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : sqe->len);
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+		return iovec_prep_check(sqe->addr, sqe->len);
+	default:
+		return 0;
+	}
+}
+
 /*
  * What the kernel rejects before a buffer-select SQE selects anything, past
  * init_check: io_init_req's opcode, BUFFER_SELECT and ioprio rules, in its
@@ -430,6 +501,18 @@ static int not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def)
 	return sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK;
 }
 
+/* file_can_poll: epoll_ctl refuses a file without ->poll with EPERM. */
+static int cannot_poll(int fd)
+{
+	int ep = (int)sys_call3(SYS_epoll_create1, O_CLOEXEC, 0, 0);
+	if (ep < 0)
+		return 0;
+	struct epoll_event ev = { .events = EPOLLIN };
+	long err = sys_call6(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, fd, (long)&ev, 0, 0);
+	sys_close(ep);
+	return err == -EPERM;
+}
+
 static int polls_first(const struct io_uring_sqe *sqe)
 {
 	return sqe->opcode == IORING_OP_RECV && (sqe->ioprio & IORING_RECVSEND_POLL_FIRST);
@@ -505,6 +588,17 @@ static int net_prep_check(const struct io_uring_sqe *sqe, const struct opdef *de
 	return 0;
 }
 
+/* io_msg_copy_hdr reads a user_msghdr field by field up to msg_controllen:
+ * msg_flags is never read, so a msghdr whose last word runs into memory
+ * the program cannot read is no fault. */
+static int read_msghdr(struct msghdr *msg, uint64_t addr)
+{
+	if (!msg)	/* only opcodes with a msghdr get here (opdef.c) */
+		return -EFAULT;
+	memset(msg, 0, sizeof(*msg));
+	return copy_from_prog(msg, (const void *)(uintptr_t)addr, offsetof(struct msghdr, msg_flags));
+}
+
 /* The program's request as bufsel needs it: what it asks for, read the way
  * the kernel reads it at prep.  0, or the prep error. */
 static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def, uint32_t *want,
@@ -532,7 +626,7 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 			return -EFAULT;
 		*want = (uint32_t)iov.iov_len;
 	} else if (def->buf == BUF_MSGHDR) {
-		if (copy_from_prog(msg, (const void *)(uintptr_t)sqe->addr, sizeof(*msg)))
+		if (read_msghdr(msg, sqe->addr))
 			return -EFAULT;
 		/* __copy_msghdr: a negative name length (with a name), then an
 		 * iovec count past UIO_MAXIOV; then io_msg_copy_hdr's one iovec. */
@@ -558,6 +652,40 @@ static int read_request(const struct io_uring_sqe *sqe, const struct opdef *def,
 			return -EOVERFLOW;
 	}
 	return 0;
+}
+
+/*
+ * io_recvmsg_prep and io_sendmsg_prep for a RECV, RECVMSG or SEND without
+ * buffer select (the kernel runs it; bufsel only looks along a chain):
+ * read_request's checks, a multishot receive refused, then the buffer
+ * imported at prep (import_ubuf's range; RECVMSG's msghdr and iovec).
+ * A vectored or bundle SEND is left to the kernel.  0 or the error.
+ */
+static int net_kernel_prep(const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (def->select == SELECT_WHEN_READABLE && sqe->addr2)
+		return -EINVAL;
+	if (def->len_int && (int32_t)sqe->len < 0)
+		return def->send_addr ? 0 : -EINVAL;	/* a SEND's: the kernel's to judge */
+	int res = net_prep_check(sqe, def);
+	if (res)
+		return res;
+	if (def->send_addr) {
+		if (sqe->ioprio & ~IORING_RECVSEND_POLL_FIRST)
+			return 0;
+	} else if (sqe->ioprio & IORING_RECV_MULTISHOT) {
+		return -EINVAL;
+	}
+	if (def->buf == BUF_ADDR_LEN)
+		return user_range_check(sqe->addr, sqe->len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : sqe->len);
+	struct msghdr msg;
+	if (read_msghdr(&msg, sqe->addr))
+		return -EFAULT;
+	if (msg.msg_name && (int)msg.msg_namelen < 0)
+		return -EINVAL;
+	if (msg.msg_iovlen > UIO_MAXIOV_KERNEL)
+		return -EMSGSIZE;
+	return iovec_prep_check((uint64_t)(uintptr_t)msg.msg_iov, (uint32_t)msg.msg_iovlen);
 }
 
 /* Points the SQE at q's buffer: q->buf is selected, want is what was asked. */
@@ -939,7 +1067,9 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
 	if (bad_fd(r, sqe))
 		res = -EBADF;
-	else if (!polls_first(sqe) && not_a_socket(sqe, def))
+	else if (r->to_wq && !fixed && cannot_poll(sqe->fd))
+		res = -EBADFD;	/* io_wq_submit_work: no multishot from io-wq but by poll */
+	else if (!polls_first(sqe) && !r->to_wq && not_a_socket(sqe, def))
 		res = -ENOTSOCK;
 	else if (polling_without_waiting(sqe))
 		res = -EAGAIN;
@@ -1205,9 +1335,15 @@ static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
 		return -EINVAL;
 	if ((res = personality_check(r, sqe->personality)))
 		return res;
-	if (!emulated_here(r, sqe, def))
-		return def->kernel_prep && !(sqe->flags & IOSQE_BUFFER_SELECT)
-			       ? def->kernel_prep(sqe, r->setup_flags) : 0;
+	if (!emulated_here(r, sqe, def)) {
+		if (sqe->flags & IOSQE_BUFFER_SELECT)
+			return 0;
+		if (def->rw)
+			return rw_kernel_prep(sqe);
+		if (def->sr_flags && def->buf != BUF_NONE)
+			return net_kernel_prep(sqe, def);
+		return def->kernel_prep ? def->kernel_prep(sqe, r->setup_flags) : 0;
+	}
 	return prep_check(r, sqe, def);
 }
 

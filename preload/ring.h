@@ -233,6 +233,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	void *scratch;			/* the mapping undo and prog_end live in (MAP_SHARED:
 					 * a fork shares it, with x) */
 	size_t scratch_len;
+	int to_wq;			/* the SQE being placed goes to io-wq (place_one) */
 	/*
 	 * A TIMEOUT with a count (sqe->off) completes once the CQ has had that
 	 * many more CQEs than when it was issued, those of fired timeouts not

@@ -17,6 +17,7 @@ struct place_state {
 	int linked;		/* the SQE before had IO_LINK or IO_HARDLINK */
 	void *capture;		/* a request taking the rest of the current chain */
 	int chain_fails;	/* the current chain fails at submission (submit_prepare) */
+	int chain_open;		/* the current chain still links at the batch's end */
 };
 
 struct submit_batch {
@@ -48,6 +49,11 @@ unsigned complete_reap(struct ring *r);
  * whose data came, a held chain), which must reach the kernel before anyone
  * waits for it, and moves what that completes in turn.  Outside sq_lock. */
 unsigned complete_reap_follow(struct ring *r);
+/* Gives the kernel back the real slots of what the program consumed: the
+ * kernel reads the program's CQ head whenever it looks (io_uring_poll on
+ * the ring's own fd, overflow), so a request about to be issued must see
+ * the CQ as empty as the program left it.  Takes r->x->cq_lock. */
+void complete_release(struct ring *r);
 /* Has the kernel's CQ something bufsel has not moved, or the program
  * consumed something whose real slot bufsel has not given back? */
 static inline bool complete_pending(const struct ring *r)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "preload/compat.h"
+#include "preload/opdef.h"
 #include "preload/timeouts.h"
 
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
@@ -49,7 +50,8 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
 	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
-	if (src->flags & IOSQE_CQE_SKIP_SUCCESS)
+	int drain_was = r->x->drain_disabled;
+	if (opdef_skip_disables_drain(src))
 		r->x->drain_disabled = 1;
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
@@ -78,9 +80,13 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		 * the chain's start to the kernel alone would cut the link. */
 		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(src)) {
 			st->linked = in_chain;
+			r->x->drain_disabled = drain_was;	/* not seen by the kernel yet */
 			return -1;
 		}
 		*sqe = *src;
+		/* io_queue_sqe_fallback: IOSQE_ASYNC, or the head of a chain
+		 * the batch leaves open, is issued from io-wq. */
+		r->to_wq = (src->flags & IOSQE_ASYNC) || (!in_chain && st->linked && st->chain_open);
 		st->capture = r->hooks->rewrite(r, sqe, &r->undo[st->copied], in_chain);
 		if (st->capture && !st->linked)
 			st->capture = NULL;
@@ -120,15 +126,20 @@ static unsigned sq_index(const struct shadow *s, unsigned head, unsigned i)
  * copies.  Returns how many were copied; *fails: some member fails.
  */
 static unsigned chain_ahead(struct ring *r, unsigned head, unsigned i, unsigned n,
-			    struct io_uring_sqe *ahead, int *fails)
+			    struct io_uring_sqe *ahead, int *fails, int *open)
 {
 	const struct shadow *s = &r->sh;
 	unsigned k = 0;
 	*fails = 0;
-	while (i + k < n && k < CHAIN_AHEAD) {
-		unsigned idx = sq_index(s, head, i + k);
-		if (idx >= s->sq_entries)
+	*open = 0;
+	while (k < CHAIN_AHEAD) {
+		unsigned idx = i + k < n ? sq_index(s, head, i + k) : s->sq_entries;
+		if (idx >= s->sq_entries) {
+			/* The batch ends with the chain still linking: the kernel
+			 * hands its head to io-wq (io_submit_state_end). */
+			*open = 1;
 			break;
+		}
 		memcpy(&ahead[k], &s->sqes[idx], sizeof(ahead[k]));
 		__asm__ volatile("" ::: "memory");
 		*fails |= r->hooks->submit_error(r, &ahead[k]) != 0;
@@ -205,10 +216,11 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 			   (((const volatile struct io_uring_sqe *)src)->flags &
 			    (IOSQE_IO_LINK | IOSQE_IO_HARDLINK))) {
 			/* A glance at the link bits; the copies below decide. */
-			int fails;
+			int fails, open;
 			ahead_from = i;
-			ahead_n = chain_ahead(r, head, i, n, ahead, &fails);
+			ahead_n = chain_ahead(r, head, i, n, ahead, &fails, &open);
 			b->st.chain_fails = fails;
+			b->st.chain_open = open;
 			src = &ahead[0];
 		}
 		int placed = place_one(r, &b->st, src, sqpoll);

@@ -423,6 +423,10 @@ static void run_seed(uint64_t seed)
 			struct io_uring_sqe *sqe = &ring.sq.sqes[has_array ? (slot + below(2)) & mask : slot];
 			gen_sqe(sqe, 1 + nsqes, &f, groups, r == 0 && k < 3);
 			async_work |= (sqe->flags & IOSQE_ASYNC) || sqe->opcode == IORING_OP_FSYNC;
+			/* A chain still linking at the end of a submission has its
+			 * head issued from io-wq (io_submit_state_end). */
+			if (k == n - 1 || nsqes == MAX_SQES - 2)
+				async_work |= !!(sqe->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 			if (has_array)
 				ring.sq.array[slot] = (unsigned)(sqe - ring.sq.sqes);
 			if (verbose) {
@@ -466,8 +470,9 @@ static void run_seed(uint64_t seed)
 		__atomic_store_n(ring.sq.ktail, tail, __ATOMIC_RELEASE);
 		reap(&ring);
 	}
-	/* io-wq work (IOSQE_ASYNC, FSYNC) ends on the scheduler's time: give
-	 * it 20 ms before the end, so that it is in the transcript. */
+	/* io-wq work (IOSQE_ASYNC, FSYNC, a chain left open) ends on the
+	 * scheduler's time: give it 20 ms before the end, so that it is in
+	 * the transcript. */
 	if (async_work) {
 		enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS);
 		enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS);

@@ -15,8 +15,31 @@
  * - io_prep_rw reads a PI attribute at prep (-EFAULT at NULL); io_init_req
  *   checks the personality before PROVIDE_BUFFERS' own prep.
  * - A SEND takes a legacy buffer whole (io_buffers_select): len caps nothing.
+ * - A READ on the ring's own fd polls the ring (io_file_supports_nowait:
+ *   io_uring_poll is readable while the CQ the program sees is not empty),
+ *   so with the CQ reaped it waits, on a DEFER_TASKRUN ring too, and fails
+ *   with -EINVAL (a buffer consumed) once a CQE is there.
+ * - A multishot receive issued from io-wq (IOSQE_ASYNC, or the head of a
+ *   chain the batch leaves open: io_queue_sqe_fallback) on a file that
+ *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
+ *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
+ * - IOSQE_CQE_SKIP_SUCCESS turns IOSQE_IO_DRAIN off for the ring only on an
+ *   SQE past io_init_req's opcode, flag and buffer-select checks: after a
+ *   NOP with it and an unknown flag, or with BUFFER_SELECT, a drained
+ *   PROVIDE_BUFFERS still runs; after a NOP with it, it fails with
+ *   -EOPNOTSUPP.
+ * - A chain fails whole when a member the kernel runs fails its prep: a
+ *   READ or RECV whose range is not the user's, a READV whose iovec cannot
+ *   be read or has a negative length, a RECVMSG whose msghdr cannot be read
+ *   or has too many iovecs (-EFAULT, -EINVAL, -EMSGSIZE): its
+ *   PROVIDE_BUFFERS head never runs, and the batch stops there.
+ * - io_msg_copy_hdr never reads msg_flags: a msghdr whose last word lies in
+ *   an inaccessible page is no fault (a buffer-select RECVMSG on a group
+ *   that does not exist is -ENOBUFS).
  */
 #include "test/prog/bs_bufs.h"
+
+#include <sys/mman.h>
 
 static struct io_uring ring;
 
@@ -164,6 +187,140 @@ int main(void)
 	char got[32];
 	ssize_t n = read(sv[0], got, sizeof(got));
 	note("received %zd bytes", n);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER);
+	if (ret < 0)
+		die("queue_init defer: %s", strerror(-ret));
+	note("DEFER_TASKRUN ring: NOP reaped, then buffer-select READ and plain READ on the ring's own fd");
+	provide(&ring, &g, 1, 0, 2, 27);
+	nop(28);
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	prep_read_sel(&ring, ring.ring_fd, 0, 1, 0, 29);
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "buffer-select READ on the ring fd");
+	sqe = get_sqe(&ring);
+	io_uring_prep_read(sqe, ring.ring_fd, got, sizeof(got), 0);
+	sqe->user_data = 30;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "READ on the ring fd");
+	note("a NOP's CQE makes the ring readable: both READs fail");
+	nop(31);
+	submit_expect(&ring, 1);
+	io_uring_get_events(&ring);	/* the READs' poll task work, with the NOP's CQE unreaped */
+	reap_show_sorted(&ring, 3, NULL);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	provide(&ring, &g, 6, 0, 2, 32);
+	int tf = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+	if (tf < 0)
+		die("O_TMPFILE: %s", strerror(errno));
+	write_all(tf, "abc", 3);
+	note("multishot RECV and RECVMSG on a regular file: inline, linked at the batch's end, IOSQE_ASYNC");
+	for (int k = 0; k < 6; k++) {
+		if (k & 1) {
+			sqe = get_sqe(&ring);
+			io_uring_prep_recvmsg(sqe, tf, &mh, 0);
+			sqe->flags |= IOSQE_BUFFER_SELECT;
+			sqe->buf_group = 6;
+		} else {
+			sqe = prep_recv_sel(&ring, tf, 0, 0, 6, 0);
+		}
+		sqe->ioprio = IORING_RECV_MULTISHOT;
+		sqe->flags |= k >= 4 ? IOSQE_ASYNC : k >= 2 ? IOSQE_IO_LINK : 0;
+		run_one(&ring, sqe, 33 + k, NULL);
+	}
+	note("multishot RECV on an empty pipe with IOSQE_ASYNC: it polls, then fails when data comes");
+	sqe = prep_recv_sel(&ring, p[0], 0, 0, 6, 39);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe->flags |= IOSQE_ASYNC;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "multishot RECV on a pipe from io-wq");
+	write_all(p[1], "x", 1);
+	reap_show(&ring, 1, NULL);
+	note("the group still has both buffers");
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 6, 0, 40), 40, &g);
+	run_one(&ring, prep_read_sel(&ring, tf, 0, 6, 0, 41), 41, &g);
+
+	note("NOP with CQE_SKIP_SUCCESS and an unknown flag, then a drained PROVIDE_BUFFERS");
+	nop(42);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | 0x80;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 7, 0, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 43, NULL);
+	note("NOP with CQE_SKIP_SUCCESS and BUFFER_SELECT, then a drained PROVIDE_BUFFERS");
+	nop(46);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 7, 2, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 47, NULL);
+	note("NOP with CQE_SKIP_SUCCESS alone, then a drained PROVIDE_BUFFERS");
+	nop(44);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	submit_expect(&ring, 1);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 7, 1, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 45, NULL);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	struct iovec bad_iov = { .iov_base = got, .iov_len = (size_t)-2 };
+	static const char *const bad_member[] = {
+		"READ into a kernel address", "READV with an unreadable iovec", "READV with a negative length",
+		"RECV into a kernel address", "RECVMSG with an unreadable msghdr",
+		"RECVMSG with 2000 iovecs",
+	};
+	struct msghdr many = { .msg_iov = &bad_iov, .msg_iovlen = 2000 };
+	for (int k = 0; k < 6; k++) {
+		note("PROVIDE_BUFFERS linked to a %s, then a NOP", bad_member[k]);
+		sqe = get_sqe(&ring);
+		prep_provide_arena(sqe, &g, 8, 0, 1);
+		sqe->flags |= IOSQE_IO_LINK;
+		sqe->user_data = 46 + 3 * k;
+		sqe = get_sqe(&ring);
+		if (k == 0)
+			io_uring_prep_read(sqe, p[0], (void *)0xffff888000001000ULL, 16, 0);
+		else if (k < 3)
+			io_uring_prep_readv(sqe, p[0], k == 1 ? (struct iovec *)8 : &bad_iov, 1, 0);
+		else if (k == 3)
+			io_uring_prep_recv(sqe, sv[0], (void *)0xffff888000001000ULL, 16, 0);
+		else
+			io_uring_prep_recvmsg(sqe, sv[0], k == 4 ? (struct msghdr *)8 : &many, 0);
+		sqe->user_data = 47 + 3 * k;
+		nop(48 + 3 * k);
+		show_submit("chain");
+		reap_show_sorted(&ring, 2, NULL);
+		show_submit("rest");
+		reap_show(&ring, 1, NULL);
+	}
+	note("group 8 is empty");
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 8, 0, 65), 65, NULL);
+	note("buffer-select RECVMSG, msg_flags in a PROT_NONE page, no such group");
+	char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pages == MAP_FAILED || mprotect(pages + 4096, 4096, PROT_NONE))
+		die("mmap: %s", strerror(errno));
+	memset(pages + 4096 - 48, 0, 48);
+	sqe = get_sqe(&ring);
+	io_uring_prep_recvmsg(sqe, sv[0], (struct msghdr *)(pages + 4096 - 48), 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 99;
+	run_one(&ring, sqe, 66, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
