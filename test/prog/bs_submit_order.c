@@ -57,6 +57,23 @@ static void nop(unsigned long long ud)
 	sqe->user_data = ud;
 }
 
+/* A NOP with more SQE flags (nop_cqes: the CQEs it gives), then a drained
+ * PROVIDE_BUFFERS of bid into group 7: did the NOP turn drains off? */
+static void drain_after_nop(const struct arena *g, uint8_t flags, unsigned long long nop_ud, unsigned nop_cqes,
+			    unsigned bid, unsigned long long ud)
+{
+	nop(nop_ud);
+	struct io_uring_sqe *sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= flags;
+	submit_expect(&ring, 1);
+	if (nop_cqes)
+		reap_show(&ring, nop_cqes, NULL);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, g, 7, bid, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, ud, NULL);
+}
+
 static void show_submit(const char *what)
 {
 	unsigned head0 = *ring.sq.khead;
@@ -247,34 +264,11 @@ int main(void)
 	run_one(&ring, prep_read_sel(&ring, tf, 0, 6, 0, 41), 41, &g);
 
 	note("NOP with CQE_SKIP_SUCCESS and an unknown flag, then a drained PROVIDE_BUFFERS");
-	nop(42);
-	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | 0x80;
-	submit_expect(&ring, 1);
-	reap_show(&ring, 1, NULL);
-	sqe = get_sqe(&ring);
-	prep_provide_arena(sqe, &g, 7, 0, 1);
-	sqe->flags |= IOSQE_IO_DRAIN;
-	run_one(&ring, sqe, 43, NULL);
+	drain_after_nop(&g, IOSQE_CQE_SKIP_SUCCESS | 0x80, 42, 1, 0, 43);
 	note("NOP with CQE_SKIP_SUCCESS and BUFFER_SELECT, then a drained PROVIDE_BUFFERS");
-	nop(46);
-	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT;
-	submit_expect(&ring, 1);
-	reap_show(&ring, 1, NULL);
-	sqe = get_sqe(&ring);
-	prep_provide_arena(sqe, &g, 7, 2, 1);
-	sqe->flags |= IOSQE_IO_DRAIN;
-	run_one(&ring, sqe, 47, NULL);
+	drain_after_nop(&g, IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT, 46, 1, 2, 47);
 	note("NOP with CQE_SKIP_SUCCESS alone, then a drained PROVIDE_BUFFERS");
-	nop(44);
-	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	submit_expect(&ring, 1);
-	sqe = get_sqe(&ring);
-	prep_provide_arena(sqe, &g, 7, 1, 1);
-	sqe->flags |= IOSQE_IO_DRAIN;
-	run_one(&ring, sqe, 45, NULL);
+	drain_after_nop(&g, IOSQE_CQE_SKIP_SUCCESS, 44, 0, 1, 45);
 	io_uring_queue_exit(&ring);
 
 	ret = io_uring_queue_init(8, &ring, 0);

@@ -50,6 +50,14 @@ static void nop(struct io_uring *ring, unsigned long long ud)
 	sqe->user_data = ud;
 }
 
+static void timeout_remove(struct io_uring *ring, unsigned long long target, unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = get_sqe(ring);
+	io_uring_prep_timeout_remove(sqe, target, 0);
+	sqe->user_data = ud;
+	submit_expect(ring, 1);
+}
+
 /* What a liburing wait call returned, and its CQE if it gave one. */
 static void wait_print(struct io_uring *ring, const char *what, int ret, struct io_uring_cqe *cqe)
 {
@@ -118,10 +126,7 @@ int main(void)
 	note("5: TIMEOUT_REMOVE of a counting TIMEOUT");
 	timeout(&ring, &long_ts, 1, 10);
 	submit_expect(&ring, 1);
-	sqe = get_sqe(&ring);
-	io_uring_prep_timeout_remove(sqe, 10, 0);
-	sqe->user_data = 11;
-	submit_expect(&ring, 1);
+	timeout_remove(&ring, 10, 11);
 	reap_print(&ring, 2);
 
 	note("6: a counting TIMEOUT with CQE_SKIP_SUCCESS");
@@ -131,10 +136,7 @@ int main(void)
 	nop(&ring, 13);
 	submit_expect(&ring, 1);
 	reap_print(&ring, 1);
-	sqe = get_sqe(&ring);
-	io_uring_prep_timeout_remove(sqe, 12, 0);
-	sqe->user_data = 14;
-	submit_expect(&ring, 1);
+	timeout_remove(&ring, 12, 14);
 	reap_print(&ring, 1);
 
 	note("7: submit_and_wait_timeout without EXT_ARG, then a later wait");
