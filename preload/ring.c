@@ -117,16 +117,23 @@ struct ring *ring_alloc(void)
 				return NULL;
 			}
 			/* The pool's arena likewise, from the start: a pool made
-			 * after a fork must be the one every process sees. */
-			void *ar = sys_mmap(NULL, RING_ARENA_LEN, PROT_READ | PROT_WRITE,
-					    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			 * after a fork must be the one every process sees.
+			 * Less where the address space is limited (RLIMIT_AS): a
+			 * smaller arena only fails a provide sooner. */
+			size_t alen = RING_ARENA_LEN;
+			void *ar;
+			while (sys_is_err((long)(ar = sys_mmap(NULL, alen, PROT_READ | PROT_WRITE,
+							       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0))) &&
+			       alen > RING_ARENA_MIN)
+				alen /= 4;
 			if (sys_is_err((long)ar)) {
 				sys_munmap(x, sizeof(*r->x));
 				atomic_store(&r->claimed, 0);
 				return NULL;
 			}
 			r->x = x;
-			r->arena = arena_init(ar, RING_ARENA_LEN);
+			r->arena = arena_init(ar, alen);
+			r->arena_len = alen;
 			r->x->sq_lock.shared = r->x->cq_lock.shared = r->x->tmo_lock.shared = 1;
 			r->x->pool_lock.shared = 1;
 			r->x->proc_pid[0] = (int)sys_call3(SYS_getpid, 0, 0, 0);
@@ -287,7 +294,7 @@ static void ring_destroy(struct ring *r)
 	 * and all of the pool is in the arena, which goes with the last
 	 * process's mapping of it. */
 	if (r->arena)
-		sys_munmap(r->arena, RING_ARENA_LEN);
+		sys_munmap(r->arena, r->arena_len);
 	r->arena = NULL;
 	req_table_destroy(&r->reqs);
 	if (r->scratch)

@@ -84,6 +84,7 @@ struct cqe_queue {
  * the blocks carved are touched.  Room for 1024 groups of 65536 buffers
  * each (1 MiB of slots per such group, in its 2 MiB class). */
 #define RING_ARENA_LEN ((size_t)2 << 30)
+#define RING_ARENA_MIN ((size_t)2 << 20)	/* tried down to, where RLIMIT_AS is low */
 
 /*
  * The part of a ring's bookkeeping that is one for every process that uses
@@ -232,7 +233,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	/* Buffer selection: the requests bufsel rewrote (the legacy groups
 	 * are x->pool, in the arena); the request table has its own lock. */
 	const struct ring_hooks *hooks;
-	struct arena *arena;		/* MAP_SHARED, RING_ARENA_LEN, mapped with x */
+	struct arena *arena;		/* MAP_SHARED, arena_len bytes, mapped with x */
+	size_t arena_len;
 	struct req_table reqs;
 	struct req *ready;		/* chains completions made ready to issue (cq_lock) */
 	struct req *parked;		/* receives whose data came while their group was empty
