@@ -36,7 +36,7 @@ UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 # paths, the heap they allocate from and the instruction decoder site
 # patching relies on.
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
-	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o timeouts.o heap.o spin.o insn.o compat.o opdef.o)
+	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o timeouts.o heap.o arena.o spin.o insn.o compat.o opdef.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite
 all: $(B)/libbufsel.so $(B)/bufsel

@@ -234,7 +234,7 @@ static unsigned reap_locked(struct ring *r)
 	 * the kernel flushes timeouts as it commits its CQ (they may have been
 	 * moved by another process sharing the ring: the count is the shadow
 	 * tail's, which both share). */
-	if (r->counting) {
+	if (r->counting && r->hooks) {
 		r->hooks->counted(r, stail + posted - atomic_load_explicit(&r->x->cq_timeouts, memory_order_relaxed));
 		posted += synth_flush(r, stail + posted, space - posted);
 	}

@@ -145,15 +145,15 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	if (cqe->res >= 0 && write_back_msghdr(q))
 		cqe->res = -EFAULT;
 	int got = cqe->res > 0;
-	spin_lock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
 	if (got) {
 		if (!(q->flags & REQ_DELIVERED))
-			pool_consume_bytes(r->pool, &q->buf, (uint32_t)cqe->res);
+			pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)cqe->res);
 	} else if (!(q->flags & REQ_DELIVERED)) {
 		/* End of file or an error: the buffer goes back to the head. */
-		pool_putback(r->pool, &q->buf);
+		pool_putback(r->x->pool, &q->buf);
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	if (got)
 		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
@@ -178,9 +178,9 @@ static void fail_waiting_recv(struct ring *r, struct req *q, struct io_uring_cqe
 /* How long a receive waited for data while holding no buffer. */
 static void note_wait(struct ring *r, const struct req *q)
 {
-	spin_lock(&r->pool_lock);
-	pool_note_wait(r->pool, q->orig.buf_group, now_ns() - q->wait_start);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	pool_note_wait(r->x->pool, q->orig.buf_group, now_ns() - q->wait_start);
+	spin_unlock(&r->x->pool_lock);
 }
 
 /* A waiting receive ends without running: res is its CQE's result. */
@@ -259,14 +259,14 @@ static int at_plain_eof(const struct req *q, int revents)
 static int select_for_eof(struct ring *r, struct req *q)
 {
 	struct pool_buf b;
-	spin_lock(&r->pool_lock);
-	int res = pool_select(r->pool, q->orig.buf_group, &b);
+	spin_lock(&r->x->pool_lock);
+	int res = pool_select(r->x->pool, q->orig.buf_group, &b);
 	if (!res) {
-		pool_putback(r->pool, &b);
+		pool_putback(r->x->pool, &b);
 		if (!b.addr)
 			res = 1;	/* a NULL buffer: the full selection decides what it means */
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	return res;
 }
 
@@ -302,13 +302,13 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	int post_it = 1;
-	spin_lock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
 	if ((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) {
 		/* An unregistered fixed file fails before selection. */
-		pool_putback(r->pool, &q->buf);
+		pool_putback(r->x->pool, &q->buf);
 	} else {
 		if (!(q->flags & REQ_DELIVERED))
-			pool_consume_bytes(r->pool, &q->buf, cqe->res > 0 ? (uint32_t)cqe->res : 0);
+			pool_consume_bytes(r->x->pool, &q->buf, cqe->res > 0 ? (uint32_t)cqe->res : 0);
 		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		/* A read "succeeds" only if it got what it asked for: any other
 		 * result fails it (the kernel compares with the length). */
@@ -316,7 +316,7 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 		if ((q->flags & REQ_SKIP_SUCCESS) && ok)
 			post_it = 0;
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	req_free(&r->reqs, q);
 	return post_it;
@@ -371,9 +371,9 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		/* The header the kernel writes at the buffer's start: where it
 		 * cannot, the stream ends with -EFAULT and the buffer goes back. */
 		if (msg && copy_to_prog((void *)(uintptr_t)q->buf.addr, &out, sizeof(out))) {
-			spin_lock(&r->pool_lock);
-			pool_putback(r->pool, &q->buf);
-			spin_unlock(&r->pool_lock);
+			spin_lock(&r->x->pool_lock);
+			pool_putback(r->x->pool, &q->buf);
+			spin_unlock(&r->x->pool_lock);
 			res = -EFAULT;
 			nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
 			goto end;
@@ -383,9 +383,9 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		 * holds, as io_recvmsg_multishot clamps it. */
 		if (msg && (size_t)res > q->iov.iov_len)
 			res = (int)q->iov.iov_len;
-		spin_lock(&r->pool_lock);
-		pool_consume_bytes(r->pool, &q->buf, (uint32_t)res);
-		spin_unlock(&r->pool_lock);
+		spin_lock(&r->x->pool_lock);
+		pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)res);
+		spin_unlock(&r->x->pool_lock);
 		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE |
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
 			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
@@ -428,9 +428,9 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		make_ready(r, q);
 		return 0;
 	}
-	spin_lock(&r->pool_lock);
-	pool_putback(r->pool, &q->buf);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	pool_putback(r->x->pool, &q->buf);
+	spin_unlock(&r->x->pool_lock);
 	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
 		/* The data went elsewhere: wait for more.  A RECV keeps the
 		 * length of the buffer it tried (first_attempt in rewrite.c). */
@@ -511,9 +511,9 @@ static int complete_timeout(struct ring *r, struct req *q, struct io_uring_cqe *
 static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	int res = cqe->res;
-	spin_lock(&r->pool_lock);
-	pool_consume_bytes(r->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	pool_consume_bytes(r->x->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
+	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	cqe->flags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 	if (res <= 0 || q->last) {
@@ -582,12 +582,12 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 			cqe->flags = q->cflags;
 		}
 		if (q->flags & REQ_STANDIN_BUF) {
-			spin_lock(&r->pool_lock);
+			spin_lock(&r->x->pool_lock);
 			if (cqe->res == q->res && (cqe->flags & IORING_CQE_F_BUFFER))
-				pool_consume(r->pool, &q->buf);
+				pool_consume(r->x->pool, &q->buf);
 			else
-				pool_putback(r->pool, &q->buf);
-			spin_unlock(&r->pool_lock);
+				pool_putback(r->x->pool, &q->buf);
+			spin_unlock(&r->x->pool_lock);
 		}
 		req_free(&r->reqs, q);
 		return 1;

@@ -191,6 +191,11 @@ void heap_free(void *p)
 	}
 }
 
+int heap_fail_now(const char *what)
+{
+	return injected(what);
+}
+
 void *heap_malloc(size_t size, const char *what)
 {
 	return injected(what) ? NULL : alloc(size);

@@ -44,6 +44,10 @@ void *heap_realloc(void *p, size_t size, const char *what);
 /* p may be NULL.  Only for memory from the three above. */
 void heap_free(void *p);
 
+/* Counts one allocation made elsewhere (a ring's arena) as the knob counts
+ * its own: 1 if it is the one to fail. */
+int heap_fail_now(const char *what);
+
 /* For pool_create_with: the pools' memory, counted the same way. */
 extern const struct pool_allocator heap_pool_allocator;
 

@@ -19,6 +19,7 @@
 #include "preload/compat.h"
 #include "preload/crash.h"
 #include "preload/dispatch.h"
+#include "preload/arena.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
@@ -180,6 +181,7 @@ __attribute__((constructor)) static void bufsel_init(void)
 		log_info("secure-execution mode: no BUFSEL_* variable, BUFSEL_CONF, XDG_CONFIG_HOME or HOME "
 			 "is read; only a root-owned %s", bufsel.conf.file[0] ? bufsel.conf.file : "/etc/bufsel.conf (absent)");
 	heap_inject(bufsel.conf.fail_alloc, report_fail_alloc);
+	arena_set_fail_hook(heap_fail_now);
 	compat_init(&bufsel.conf, report_compat);
 	signals_init();
 	site_init();

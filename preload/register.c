@@ -53,9 +53,9 @@ static long register_pbuf_ring(struct ring *r, const long a[6])
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
 	if (ret || copy_from_prog(&reg, (const void *)a[2], sizeof(reg)))
 		return ret;
-	spin_lock(&r->pool_lock);
-	ret = pool_ring_register(r->pool, reg.bgid);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	ret = pool_ring_register(r->x->pool, reg.bgid);
+	spin_unlock(&r->x->pool_lock);
 	if (ret) {
 		struct io_uring_buf_reg undo = { .bgid = reg.bgid };
 		sys_call6(__NR_io_uring_register, ring_fd(r), IORING_UNREGISTER_PBUF_RING, (long)&undo, 1, 0, 0);
@@ -67,10 +67,10 @@ static long unregister_pbuf_ring(struct ring *r, const long a[6])
 {
 	struct io_uring_buf_reg reg;
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
-	if (!ret && r->pool && !copy_from_prog(&reg, (const void *)a[2], sizeof(reg))) {
-		spin_lock(&r->pool_lock);
-		pool_ring_unregister(r->pool, reg.bgid);
-		spin_unlock(&r->pool_lock);
+	if (!ret && r->x->pool && !copy_from_prog(&reg, (const void *)a[2], sizeof(reg))) {
+		spin_lock(&r->x->pool_lock);
+		pool_ring_unregister(r->x->pool, reg.bgid);
+		spin_unlock(&r->x->pool_lock);
 	}
 	return ret;
 }

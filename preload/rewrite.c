@@ -62,16 +62,16 @@
 
 static void pool_locked_putback(struct ring *r, const struct pool_buf *b)
 {
-	spin_lock(&r->pool_lock);
-	pool_putback(r->pool, b);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	pool_putback(r->x->pool, b);
+	spin_unlock(&r->x->pool_lock);
 }
 
 static void pool_locked_consume(struct ring *r, const struct pool_buf *b)
 {
-	spin_lock(&r->pool_lock);
-	pool_consume(r->pool, b);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	pool_consume(r->x->pool, b);
+	spin_unlock(&r->x->pool_lock);
 }
 
 /* ---- stand-ins ---- */
@@ -423,18 +423,18 @@ static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rew
 	int res = init_check(r, sqe);
 	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_PROVIDE_BUFFERS), u))
 		return;
-	spin_lock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
 	struct pool_group_stats before, after;
-	int existed = !pool_group_stats(r->pool, p.bgid, &before);
-	res = pool_provide(r->pool, &p);
+	int existed = !pool_group_stats(r->x->pool, p.bgid, &before);
+	res = pool_provide(r->x->pool, &p);
 	if (!res) {
-		pool_group_stats(r->pool, p.bgid, &after);
+		pool_group_stats(r->x->pool, p.bgid, &after);
 		u->kind = UNDO_PROVIDE;
 		u->bgid = p.bgid;
 		u->created = !existed;
 		u->added = after.available - (existed ? before.available : 0);
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	if (res)
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 	else
@@ -447,9 +447,9 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 	int res = init_check(r, sqe);
 	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
 		return;
-	spin_lock(&r->pool_lock);
-	res = pool_remove(r->pool, &p);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	res = pool_remove(r->x->pool, &p);
+	spin_unlock(&r->x->pool_lock);
 	/* Removal cannot be undone, so the drain loop hands what precedes a
 	 * REMOVE to the kernel first (see rewrite_barrier). */
 	standin(r, sqe, res, res < 0 ? FAIL_AT_ISSUE : SUCCEED, u);
@@ -480,9 +480,9 @@ static int left_to_kernel_bad_fd(const struct ring *r, struct io_uring_sqe *sqe,
 
 static uint32_t group_available(struct ring *r, uint16_t bgid)
 {
-	spin_lock(&r->pool_lock);
-	uint32_t n = pool_available(r->pool, bgid);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	uint32_t n = pool_available(r->x->pool, bgid);
+	spin_unlock(&r->x->pool_lock);
 	return n;
 }
 
@@ -751,11 +751,11 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
 		return;
 	}
-	spin_lock(&r->pool_lock);
-	int res = pool_select(r->pool, sqe->buf_group, &q->buf);
-	if (res == -ENOBUFS && def->missing_enoent && !pool_has_group(r->pool, sqe->buf_group))
+	spin_lock(&r->x->pool_lock);
+	int res = pool_select(r->x->pool, sqe->buf_group, &q->buf);
+	if (res == -ENOBUFS && def->missing_enoent && !pool_has_group(r->x->pool, sqe->buf_group))
 		res = -ENOENT;
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	if (res) {
 		req_free(&r->reqs, q);
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
@@ -804,12 +804,12 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 	struct pool_buf b;
 	*took = 0;
 	*keep = 0;
-	spin_lock(&r->pool_lock);
-	int res = pool_head(r->pool, sqe->buf_group, &b);
+	spin_lock(&r->x->pool_lock);
+	int res = pool_head(r->x->pool, sqe->buf_group, &b);
 	if (!res && !b.addr) {
 		res = -ENOBUFS;
 		if (!def->null_putback)
-			*took = !pool_select(r->pool, sqe->buf_group, taken);
+			*took = !pool_select(r->x->pool, sqe->buf_group, taken);
 	} else if (!res && multi && def->buf == BUF_MSGHDR) {
 		uint32_t room = want && want < b.len ? want : b.len;
 		if (sizeof(struct io_uring_recvmsg_out) + tmpl->msg_namelen + tmpl->msg_controllen > room)
@@ -817,7 +817,7 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 	} else if (!res && def->buf == BUF_ADDR_LEN) {
 		*keep = want && want < b.len ? want : b.len;
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	return res;
 }
 
@@ -922,18 +922,18 @@ int rewrite_bind_recv(struct ring *r, struct req *q)
 	struct msghdr msg = q->tmpl;
 	if (not_a_socket(sqe, def))
 		return -ENOTSOCK;
-	spin_lock(&r->pool_lock);
-	int res = pool_select(r->pool, sqe->buf_group, &q->buf);
+	spin_lock(&r->x->pool_lock);
+	int res = pool_select(r->x->pool, sqe->buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
 		if (def->null_putback) {
-			pool_putback(r->pool, &q->buf);
+			pool_putback(r->x->pool, &q->buf);
 		} else {
-			pool_consume(r->pool, &q->buf);
+			pool_consume(r->x->pool, &q->buf);
 			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		}
 		res = -ENOBUFS;
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	if (res)
 		return res;
 	q->kind = REQ_RECV_SEL;
@@ -967,18 +967,18 @@ void rewrite_multi_poll(struct ring *r, struct req *q)
 
 int rewrite_multi_recv(struct ring *r, struct req *q)
 {
-	spin_lock(&r->pool_lock);
-	int res = pool_select(r->pool, q->orig.buf_group, &q->buf);
+	spin_lock(&r->x->pool_lock);
+	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
 		if (opdef_get(q->orig.opcode)->null_putback) {
-			pool_putback(r->pool, &q->buf);
+			pool_putback(r->x->pool, &q->buf);
 		} else {
-			pool_consume(r->pool, &q->buf);
+			pool_consume(r->x->pool, &q->buf);
 			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		}
 		res = -ENOBUFS;
 	}
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 	if (res)
 		return res;
 	req_recv_bound(&r->reqs, q);
@@ -1141,18 +1141,18 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 
 int rewrite_bundle_send(struct ring *r, struct req *q)
 {
-	spin_lock(&r->pool_lock);
-	int res = pool_select(r->pool, q->orig.buf_group, &q->buf);
+	spin_lock(&r->x->pool_lock);
+	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
-		pool_consume(r->pool, &q->buf);
+		pool_consume(r->x->pool, &q->buf);
 		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		res = -ENOBUFS;
 	}
 	else if (res == -ENOBUFS && opdef_get(q->orig.opcode)->missing_enoent &&
-		 !pool_has_group(r->pool, q->orig.buf_group))
+		 !pool_has_group(r->x->pool, q->orig.buf_group))
 		res = -ENOENT;	/* io_buffers_select finds no list */
-	q->last = !res && !pool_available(r->pool, q->orig.buf_group);
-	spin_unlock(&r->pool_lock);
+	q->last = !res && !pool_available(r->x->pool, q->orig.buf_group);
+	spin_unlock(&r->x->pool_lock);
 	if (res)
 		return res;
 	struct io_uring_sqe *sqe = &q->next;
@@ -1301,9 +1301,9 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 /* Is the SQE's group one of the kernel's own (a registered buffer ring)? */
 static int kernel_group(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	spin_lock(&r->pool_lock);
-	int ring_group = pool_is_ring(r->pool, sqe->buf_group);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	int ring_group = pool_is_ring(r->x->pool, sqe->buf_group);
+	spin_unlock(&r->x->pool_lock);
 	return ring_group;
 }
 
@@ -1514,9 +1514,9 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	}
 	if (select) {
-		spin_lock(&r->pool_lock);
-		int ring_group = pool_is_ring(r->pool, sqe->buf_group);
-		spin_unlock(&r->pool_lock);
+		spin_lock(&r->x->pool_lock);
+		int ring_group = pool_is_ring(r->x->pool, sqe->buf_group);
+		spin_unlock(&r->x->pool_lock);
 		if (ring_group || init_check(r, sqe))
 			return NULL;	/* the kernel's group, or the kernel's error */
 		int res = select_prep_check(r, sqe, def);
@@ -1622,9 +1622,9 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		req_free(&r->reqs, u->req);
 		break;
 	case UNDO_PROVIDE:
-		spin_lock(&r->pool_lock);
-		pool_provide_undo(r->pool, u->bgid, u->added, u->created);
-		spin_unlock(&r->pool_lock);
+		spin_lock(&r->x->pool_lock);
+		pool_provide_undo(r->x->pool, u->bgid, u->added, u->created);
+		spin_unlock(&r->x->pool_lock);
 		break;
 	}
 	u->kind = UNDO_NONE;

@@ -116,8 +116,26 @@ struct ring *ring_alloc(void)
 				atomic_store(&r->claimed, 0);
 				return NULL;
 			}
+			/* The pool's arena likewise, from the start: a pool made
+			 * after a fork must be the one every process sees.
+			 * Less where the address space is limited (RLIMIT_AS): a
+			 * smaller arena only fails a provide sooner. */
+			size_t alen = RING_ARENA_LEN;
+			void *ar;
+			while (sys_is_err((long)(ar = sys_mmap(NULL, alen, PROT_READ | PROT_WRITE,
+							       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0))) &&
+			       alen > RING_ARENA_MIN)
+				alen /= 4;
+			if (sys_is_err((long)ar)) {
+				sys_munmap(x, sizeof(*r->x));
+				atomic_store(&r->claimed, 0);
+				return NULL;
+			}
 			r->x = x;
+			r->arena = arena_init(ar, alen);
+			r->arena_len = alen;
 			r->x->sq_lock.shared = r->x->cq_lock.shared = r->x->tmo_lock.shared = 1;
+			r->x->pool_lock.shared = 1;
 			r->x->proc_pid[0] = (int)sys_call3(SYS_getpid, 0, 0, 0);
 			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
 			r->watch_ep = -1;
@@ -191,10 +209,16 @@ static int policy_for(uint16_t bgid, struct pool_policy *out, void *arg)
 int ring_pool(struct ring *r)
 {
 	int err = 0;
-	spin_lock(&r->pool_lock);
-	if (!r->pool && !(err = pool_create_with(&r->pool, &heap_pool_allocator)))
-		pool_set_policy(r->pool, policy_for, NULL);
-	spin_unlock(&r->pool_lock);
+	spin_lock(&r->x->pool_lock);
+	if (!r->x->pool) {
+		struct pool_allocator a = arena_pool_allocator(r->arena);
+		struct pool *p;
+		if (!(err = pool_create_with(&p, &a))) {
+			pool_set_policy(p, policy_for, NULL);
+			r->x->pool = p;
+		}
+	}
+	spin_unlock(&r->x->pool_lock);
 	return err;
 }
 
@@ -232,9 +256,9 @@ unsigned long ring_held_peak(void)
 		struct ring *got = ring_tryget(r);
 		if (!got)
 			continue;
-		spin_lock(&got->pool_lock);
-		note_held_peak(pool_peak_in_use(got->pool));
-		spin_unlock(&got->pool_lock);
+		spin_lock(&got->x->pool_lock);
+		note_held_peak(pool_peak_in_use(got->x->pool));
+		spin_unlock(&got->x->pool_lock);
 		ring_put(got);
 	}
 	return atomic_load(&bufsel.n.held_peak);
@@ -260,8 +284,18 @@ static void ring_destroy(struct ring *r)
 		sys_munmap(r->retired[i].addr, r->retired[i].len);
 	r->nretired = 0;
 	stats_ring_closed(r);
-	note_held_peak(pool_peak_in_use(r->pool));
-	pool_destroy(r->pool);
+	struct ring_shared *x = r->x;
+	if (x) {
+		spin_lock(&x->pool_lock);
+		note_held_peak(pool_peak_in_use(x->pool));
+		spin_unlock(&x->pool_lock);
+	}
+	/* The pool is not destroyed: another process may still use the ring,
+	 * and all of the pool is in the arena, which goes with the last
+	 * process's mapping of it. */
+	if (r->arena)
+		sys_munmap(r->arena, r->arena_len);
+	r->arena = NULL;
 	req_table_destroy(&r->reqs);
 	if (r->scratch)
 		sys_munmap(r->scratch, r->scratch_len);
@@ -270,7 +304,6 @@ static void ring_destroy(struct ring *r)
 	r->cq_from_real = NULL;
 	/* x is left as it is: another process may still use the ring.  A
 	 * queue grown into this process's heap goes back to it. */
-	struct ring_shared *x = r->x;
 	if (x && x->synth.heap && r->synth_owner)
 		heap_free(x->synth.v);
 	r->synth_owner = 0;
@@ -279,7 +312,6 @@ static void ring_destroy(struct ring *r)
 	r->x = NULL;
 	if (x)
 		sys_munmap(x, sizeof(*x));
-	r->pool = NULL;
 	r->undo = NULL;
 	r->hooks = NULL;
 	if (r->sh.mem)
@@ -707,12 +739,11 @@ void ring_after_fork(void)
 {
 	/* Another thread of the parent may have held any of these when it
 	 * forked; it does not exist in the child, which would wait for ever
-	 * (its exit report reads every pool).  The locks of x are not the
-	 * child's copies but the ring's: a parent thread that holds one is
+	 * (the request table's lock).  The locks of x, pool_lock among them,
+	 * and the arena's are not the child's copies but the ring's: a parent thread that holds one is
 	 * still running and will let go, so the child waits for it (spin.h);
 	 * the threads that wait (x->cq_waiters) still wait, in the parent. */
 	for_each_slot(r) {
-		atomic_store(&r->pool_lock.v, 0);
 		atomic_store(&r->reqs.lock.v, 0);
 		/* A queue of made CQEs in the heap is the parent's to move. */
 		r->synth_owner = 0;

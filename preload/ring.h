@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "pool/pool.h"
+#include "preload/arena.h"
 #include "preload/req.h"
 #include "preload/rewrite.h"
 #include "preload/shadow.h"
@@ -79,15 +80,21 @@ struct cqe_queue {
 #define TMO_TRACKED 16
 #define RING_WAITERS_TRACKED 16
 #define RING_RETIRED_MAX 16
+/* A ring's arena (arena.h): reserved, not committed (MAP_NORESERVE); only
+ * the blocks carved are touched.  Room for 1024 groups of 65536 buffers
+ * each (1 MiB of slots per such group, in its 2 MiB class). */
+#define RING_ARENA_LEN ((size_t)2 << 30)
+#define RING_ARENA_MIN ((size_t)2 << 20)	/* tried down to, where RLIMIT_AS is low */
 
 /*
  * The part of a ring's bookkeeping that is one for every process that uses
  * the ring, as the kernel's ring is: its own mapping, MAP_SHARED, so that a
  * fork shares it exactly as it shares the kernel's ring and the shadow (a
  * parent and a child may both submit to, and reap from, an inherited ring:
- * liburing's across-fork).  A resize does not replace it.  The ring table
- * and everything that points into a process's heap (the request table, the
- * pools, the lists of requests) stay each process's own.  The locks here are
+ * liburing's across-fork).  A resize does not replace it.  The legacy
+ * buffer groups (pool) are in the ring's arena, MAP_SHARED too.  The ring
+ * table and everything that points into a process's heap (the request
+ * table, the lists of requests) stay each process's own.  The locks here are
  * shared ones (spin.h): a waiter waits for a holder in another process.
  */
 struct ring_shared {
@@ -157,6 +164,13 @@ struct ring_shared {
 	/* A mover is issuing what completions released (mover.c): an enter
 	 * waits for it (sq_lock) before it reaps, in either process. */
 	atomic_int followup_busy;
+
+	/* The ring's legacy buffer groups: made on first use (ring_pool) in
+	 * the ring's arena (arena.h, ring.arena), so one for every process
+	 * that uses the ring, as the kernel's are; pool_lock guards it
+	 * (drain and completion of any of those processes use it). */
+	struct pool *pool;
+	struct spin pool_lock;
 };
 
 /* Grouped by meaning: in order of size the 1,024 slots would save 8 bytes each. */
@@ -216,12 +230,11 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * in the scratch mapping, under cq_lock. */
 	uint8_t *cq_from_real;
 
-	/* Buffer selection: the ring's legacy groups and the requests bufsel
-	 * rewrote.  pool_lock guards the pool (drain and completion both use
-	 * it); the request table has its own lock. */
+	/* Buffer selection: the requests bufsel rewrote (the legacy groups
+	 * are x->pool, in the arena); the request table has its own lock. */
 	const struct ring_hooks *hooks;
-	struct pool *pool;
-	struct spin pool_lock;
+	struct arena *arena;		/* MAP_SHARED, arena_len bytes, mapped with x */
+	size_t arena_len;
 	struct req_table reqs;
 	struct req *ready;		/* chains completions made ready to issue (cq_lock) */
 	struct req *parked;		/* receives whose data came while their group was empty

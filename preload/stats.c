@@ -55,7 +55,8 @@ static int take(struct spin *l)
 }
 
 /* Rings made since the last fork (the ones this process reports); a forked
- * child's inherited pools are copies of its parent's, which reports them. */
+ * child's inherited pools are its parent's (one pool per ring, in the ring's
+ * arena), which reports them. */
 static unsigned fork_gen;
 
 void stats_after_fork(void)
@@ -73,7 +74,7 @@ unsigned stats_fork_gen(void)
 
 static int ours(const struct ring *r)
 {
-	return r->pool && r->fork_gen == fork_gen;
+	return r->x && r->x->pool && r->fork_gen == fork_gen;
 }
 
 static int stats_wanted(void)
@@ -90,16 +91,31 @@ void stats_ring_closed(struct ring *r)
 {
 	if (!stats_wanted() || !ours(r))
 		return;
-	/* What the ring would print: measure, then render into one block. */
-	size_t n = to_stderr() ? pool_stats_table(r->pool, NULL, 0)
-			       : pool_stats_json(r->pool, r->serial, NULL, 0);
-	/* heap_malloc, not malloc: a close can be a trapped call (SIGSYS handler). */
-	struct closed_ring *c = heap_malloc(sizeof(*c) + n + 1, "stats of a closed ring");
-	if (!c)
-		return;
-	c->next = NULL;
-	c->len = to_stderr() ? pool_stats_table(r->pool, c->text, n + 1)
-			     : pool_stats_json(r->pool, r->serial, c->text, n + 1);
+	/* What the ring would print: measure, then render into one block.
+	 * The pool is shared with any process the ring was forked into, which
+	 * may change it meanwhile: each pass reads it under its lock, and a
+	 * text that grew between measuring and rendering is measured again. */
+	struct closed_ring *c = NULL;
+	for (size_t room = 0;;) {
+		if (!take(&r->x->pool_lock)) {
+			heap_free(c);
+			return;
+		}
+		size_t n = to_stderr() ? pool_stats_table(r->x->pool, c ? c->text : NULL, c ? room + 1 : 0)
+				       : pool_stats_json(r->x->pool, r->serial, c ? c->text : NULL, c ? room + 1 : 0);
+		spin_unlock(&r->x->pool_lock);
+		if (c && n <= room) {
+			c->len = n;
+			break;
+		}
+		heap_free(c);
+		/* heap_malloc, not malloc: a close can be a trapped call (SIGSYS handler). */
+		c = heap_malloc(sizeof(*c) + n + 1, "stats of a closed ring");
+		if (!c)
+			return;
+		c->next = NULL;
+		room = n;
+	}
 	spin_lock(&closed.lock);
 	*closed.tail = c;
 	closed.tail = &c->next;
@@ -167,15 +183,15 @@ static void put_live(int fd, struct ring *r, int *first)
 	ssize_t n;
 	if (!ours(r))
 		return;
-	if (!take(&r->pool_lock))
+	if (!take(&r->x->pool_lock))
 		return;
 	if (!to_stderr() && !*first)
 		put(fd, ",\n", 2);
 	*first = 0;
-	while ((n = to_stderr() ? pool_stats_table_next(r->pool, &cur, buf, sizeof(buf))
-				: pool_stats_json_next(r->pool, r->serial, &cur, buf, sizeof(buf))) > 0)
+	while ((n = to_stderr() ? pool_stats_table_next(r->x->pool, &cur, buf, sizeof(buf))
+				: pool_stats_json_next(r->x->pool, r->serial, &cur, buf, sizeof(buf))) > 0)
 		put_text(fd, buf, (size_t)n);
-	spin_unlock(&r->pool_lock);
+	spin_unlock(&r->x->pool_lock);
 }
 
 static void has_pool(int fd, struct ring *r, int *any)
