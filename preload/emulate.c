@@ -50,8 +50,11 @@ long emu_enter(const long a[6])
 		return -EINVAL;
 	struct ring *r = flags & IORING_ENTER_REGISTERED_RING ? ring_get_registered((unsigned)a[0])
 							      : ring_get((int)a[0]);
-	if (!r)
-		return sys_call6(__NR_io_uring_enter, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (!r) {
+		long kret = sys_call6(__NR_io_uring_enter, a[0], a[1], a[2], a[3], a[4], a[5]);
+		return kret == -EBADF ? enter_closed_fd((int)a[0], (unsigned)a[1], (unsigned)a[2], flags, kret)
+				      : kret;
+	}
 	if (!enter_flags_valid(flags)) {
 		ring_put(r);
 		return -EINVAL;

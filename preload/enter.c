@@ -293,5 +293,37 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 		complete_reap_follow(r);
 	}
 	mover_reap_others(r);
+	atomic_store_explicit(&r->enter_cq_tail, atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed),
+			      memory_order_relaxed);
 	return ret;
+}
+
+/*
+ * A program may close its ring fd and go on reaping through its mapping,
+ * which keeps the ring: natively the kernel still posts into the program's
+ * CQ, and a completion it posted is there when the program looks.  In the
+ * shadow it waits for the mover, which runs only after the thread the
+ * completion's task work ran in is back in user space; that thread, finding
+ * its CQ short, enters on the fd it no longer has (socket's recv thread, whose
+ * sender closes the ring's number while the receive completes).  The wait
+ * it makes is answered as the look it would have made natively: bufsel moves
+ * what the kernel posted and, if the shadow then holds the wait's CQEs, some
+ * of them come since the program's last enter on the ring (so without its
+ * help, maybe after it looked), returns 0 where the kernel said -EBADF.  A
+ * submission, or a wait still short, keeps -EBADF.
+ */
+long enter_closed_fd(int fd, unsigned to_submit, unsigned min_complete, unsigned flags, long kret)
+{
+	if (to_submit || !min_complete || !(flags & IORING_ENTER_GETEVENTS) ||
+	    (flags & IORING_ENTER_REGISTERED_RING))
+		return kret;
+	struct ring *r = ring_get_closed(fd);
+	if (!r)
+		return kret;
+	complete_reap_follow(r);
+	unsigned ready = complete_ready(r);
+	unsigned unhelped = atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed) -
+			    atomic_load_explicit(&r->enter_cq_tail, memory_order_relaxed);
+	ring_put(r);
+	return unhelped && ready >= min_complete ? 0 : kret;
 }

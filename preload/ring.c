@@ -442,6 +442,29 @@ struct ring *ring_get(int fd)
 	return NULL;
 }
 
+/*
+ * The ring the program's fd named before the program closed it, kept by its
+ * mapping (ring_closing): its number is still the one recorded and no longer
+ * names its file.  Only a caller the kernel has just told the fd is closed
+ * (-EBADF) asks.
+ */
+struct ring *ring_get_closed(int fd)
+{
+	if (fd < 0)
+		return NULL;
+	for_each_slot(r) {
+		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
+			continue;
+		struct ring *got = ring_tryget(r);
+		if (!got)
+			continue;
+		if (got->prog_fd == fd && got->unpinned && got->map_pin && got->priv_fd >= 0)
+			return got;
+		ring_put(got);
+	}
+	return NULL;
+}
+
 struct ring *ring_get_registered(unsigned index)
 {
 	struct ring *r = index < REG_RING_MAX ? reg_rings[index] : NULL;

@@ -199,6 +199,9 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * mapped the shadow: the mappings hold the ring, as natively they hold
 	 * the kernel's (ring_closing); it goes once they are gone. */
 	int map_pin;
+	/* The shadow CQ tail when an enter of the program's last returned:
+	 * what came after, came without its help (enter_closed_fd). */
+	atomic_uint enter_cq_tail;
 	atomic_int real_fd;
 	unsigned long ino, dev;
 	unsigned setup_flags;
@@ -342,6 +345,8 @@ struct ring *ring_alloc(void);			/* a claimed slot, zeroed, refs 1, not live; wi
 void ring_publish(struct ring *r);		/* make it findable */
 void ring_abandon(struct ring *r);		/* undo ring_alloc after a failed setup */
 struct ring *ring_get(int fd);			/* by fd (or a dup of it); takes a ref */
+/* The mapped ring whose fd the program closed while it was fd; takes a ref. */
+struct ring *ring_get_closed(int fd);
 struct ring *ring_get_registered(unsigned index);
 void ring_put(struct ring *r);
 void ring_set_registered(unsigned index, struct ring *r);

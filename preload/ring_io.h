@@ -95,5 +95,8 @@ void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 bool enter_flags_valid(unsigned flags);
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		const void *argp, size_t argsz);
+/* The kernel answered -EBADF to an enter on fd: kret, or 0 for a wait the
+ * completions bufsel had yet to move make up (enter.c). */
+long enter_closed_fd(int fd, unsigned to_submit, unsigned min_complete, unsigned flags, long kret);
 
 #endif

@@ -79,6 +79,7 @@
 	X(fork_shared_ring, 20, true, true)    \
 	X(fork_shared_pool, 20, true, false) /* 5.6 lacks ring-mapped buffers: 5.19 */ \
 	X(close_mapped, 15, true, true)        \
+	X(closed_fd_wait, 20, true, true)      \
 	X(wait_timeout, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(eintr, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \
 	X(wait_early, 10, true, false) /* 5.6 lacks EXT_ARG waits: 5.11 */ \

@@ -45,7 +45,8 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap mshot_overflow so
 	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings no_sqarray msg_ring
 	pol_cap pol_maxlen pol_inject pol_stats no_uring compat_kernel inline_close sec_probe
 	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early
-	bs_send_nogroup bs_recv_addr2 compat_fields close_mapped bs_submit_order fork_shared_ring fork_shared_pool"
+	bs_send_nogroup bs_recv_addr2 compat_fields close_mapped bs_submit_order fork_shared_ring fork_shared_pool
+	closed_fd_wait"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Programs left out, each with its reason (checked by hand, not here;
 # docs/reliability.md has the details).  A program in neither list fails.
