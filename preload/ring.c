@@ -404,24 +404,40 @@ static struct ring *found_at(struct ring *r, int fd)
 	return r;
 }
 
-struct ring *ring_get(int fd)
+/*
+ * The live ring the program's number fd is recorded for and whose file it
+ * names; closed: the mapped one it named before the program closed it
+ * (ring_closing).  An unpinned ring's number may have been closed unseen and
+ * handed out again, so the file is checked; a ring nothing holds any more is
+ * released on the way.
+ */
+static struct ring *by_number(int fd, int closed)
 {
-	if (fd < 0)
-		return NULL;
 	for_each_slot(r) {
 		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
 			continue;
 		struct ring *got = ring_tryget(r);
 		if (!got)
 			continue;
-		/* An unpinned ring's number may have been closed unseen and
-		 * handed out again: the file must still be the ring's. */
-		if (got->prog_fd == fd && (!got->unpinned || same_file(fd, got)))
-			return found_at(got, fd);
-		if (got->prog_fd == fd && !ring_alive(got))
-			ring_release(got);
+		if (got->prog_fd == fd) {
+			if (closed ? got->unpinned && got->map_pin && got->priv_fd >= 0
+				   : !got->unpinned || same_file(fd, got))
+				return got;
+			if (!closed && !ring_alive(got))
+				ring_release(got);
+		}
 		ring_put(got);
 	}
+	return NULL;
+}
+
+struct ring *ring_get(int fd)
+{
+	if (fd < 0)
+		return NULL;
+	struct ring *named = by_number(fd, 0);
+	if (named)
+		return found_at(named, fd);
 	/* A dup of a ring fd: ask the kernel whether it is one of our files
 	 * (any fd mapped shared at offset 0 comes here: one fstat for all the
 	 * unpinned rings, not one each). */
@@ -442,27 +458,10 @@ struct ring *ring_get(int fd)
 	return NULL;
 }
 
-/*
- * The ring the program's fd named before the program closed it, kept by its
- * mapping (ring_closing): its number is still the one recorded and no longer
- * names its file.  Only a caller the kernel has just told the fd is closed
- * (-EBADF) asks.
- */
+/* Only a caller the kernel has just told the fd is closed (-EBADF) asks. */
 struct ring *ring_get_closed(int fd)
 {
-	if (fd < 0)
-		return NULL;
-	for_each_slot(r) {
-		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
-			continue;
-		struct ring *got = ring_tryget(r);
-		if (!got)
-			continue;
-		if (got->prog_fd == fd && got->unpinned && got->map_pin && got->priv_fd >= 0)
-			return got;
-		ring_put(got);
-	}
-	return NULL;
+	return fd < 0 ? NULL : by_number(fd, 1);
 }
 
 struct ring *ring_get_registered(unsigned index)
