@@ -68,16 +68,6 @@ static void wait_print(struct io_uring *ring, const char *what, int ret, struct 
 	}
 }
 
-static void *write_later(void *arg)
-{
-	(void)arg;
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
-	nanosleep(&ts, NULL);
-	if (write(tx, "hello", 5) != 5)
-		die("write: %s", strerror(errno));
-	return NULL;
-}
-
 int main(void)
 {
 	struct io_uring ring;
@@ -112,7 +102,7 @@ int main(void)
 	timeout(&ring, &long_ts, 1, 7);
 	submit_expect(&ring, 2);
 	pthread_t writer;
-	if (pthread_create(&writer, NULL, write_later, NULL))
+	if (pthread_create(&writer, NULL, hello_in_50ms, &tx))
 		die("pthread_create");
 	reap_print(&ring, 2);
 	pthread_join(writer, NULL);

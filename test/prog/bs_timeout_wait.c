@@ -22,17 +22,6 @@ static char bufs[NBUF][BUFLEN];
 static int tx;
 static pthread_t writer;
 
-/* Data 50 ms into the wait, well inside its 200 ms. */
-static void *write_later(void *arg)
-{
-	(void)arg;
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
-	nanosleep(&ts, NULL);
-	if (write(tx, "hello", 5) != 5)
-		die("write: %s", strerror(errno));
-	return NULL;
-}
-
 static void recv_select(struct io_uring *ring, int fd, unsigned long long ud)
 {
 	struct io_uring_sqe *sqe = get_sqe(ring);
@@ -75,7 +64,8 @@ int main(void)
 	recv_select(&ring, sv[0], 2);
 	wait_eight(&ring, "1");
 
-	if (pthread_create(&writer, NULL, write_later, NULL))
+	/* Data 50 ms into the wait, well inside its 200 ms. */
+	if (pthread_create(&writer, NULL, hello_in_50ms, &tx))
 		die("pthread_create");
 	struct __kernel_timespec ts = { .tv_sec = 2, .tv_nsec = 0 };
 	struct io_uring_cqe *cqe = NULL;

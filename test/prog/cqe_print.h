@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef CQE_PRINT_NO_LIBURING
@@ -93,6 +94,31 @@ static inline long raw_register(int fd, unsigned op, const void *arg, unsigned n
 {
 	long ret = syscall(__NR_io_uring_register, fd, op, arg, nr);
 	return ret < 0 ? -errno : ret;
+}
+
+/* One byte through a pipe: the turns of two processes or threads. */
+static inline void token_send(int fd)
+{
+	if (write(fd, "x", 1) != 1)
+		die("pipe write: %s", strerror(errno));
+}
+
+static inline void token_wait(int fd)
+{
+	char c;
+	if (read(fd, &c, 1) != 1)
+		die("pipe read: %s", strerror(errno));
+}
+
+/* A thread's body: "hello" to the fd *arg points at, 50 ms after it starts
+ * (data that comes while the program waits). */
+static inline void *hello_in_50ms(void *arg)
+{
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	if (write(*(const int *)arg, "hello", 5) != 5)
+		die("write: %s", strerror(errno));
+	return NULL;
 }
 
 #ifndef CQE_PRINT_NO_LIBURING

@@ -26,19 +26,6 @@ static int to_child[2], to_parent[2], data[2], sv[2];
 static char bufs[4][16];
 static char ring_mem[4096] __attribute__((aligned(4096)));
 
-static void token_send(int fd)
-{
-	if (write(fd, "x", 1) != 1)
-		die("pipe write: %s", strerror(errno));
-}
-
-static void token_wait(int fd)
-{
-	char c;
-	if (read(fd, &c, 1) != 1)
-		die("pipe read: %s", strerror(errno));
-}
-
 static struct io_uring_sqe *sqe_get(void)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);

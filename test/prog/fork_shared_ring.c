@@ -29,19 +29,6 @@
 static struct io_uring *ring;
 static int to_child[2], to_parent[2];
 
-static void token_send(int fd)
-{
-	if (write(fd, "x", 1) != 1)
-		die("pipe write: %s", strerror(errno));
-}
-
-static void token_wait(int fd)
-{
-	char c;
-	if (read(fd, &c, 1) != 1)
-		die("pipe read: %s", strerror(errno));
-}
-
 static void nop(uint64_t ud)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
