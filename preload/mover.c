@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -130,6 +131,17 @@ static int sq_sleep(struct ring *r)
 	}
 }
 
+/*
+ * Behind the poller the kernel's SQ thread spins too (the program's idle,
+ * setup.c), and on a machine with two CPUs two spinners leave none for the
+ * program's threads: a wake-up waited a scheduler tick (4 ms) for a CPU.
+ * So the poller spins, yielding, only for POLLER_SPIN_NS after its last
+ * work, and naps POLLER_NAP_NS at a time for the rest of the idle: an SQE
+ * published after a quiet spell waits up to a nap to be seen.
+ */
+#define POLLER_SPIN_NS	(1000 * 1000ULL)
+#define POLLER_NAP_NS	20000
+
 static void *mover_main(void *arg)
 {
 	struct ring *r = arg;
@@ -139,7 +151,9 @@ static void *mover_main(void *arg)
 	/* valgrind runs one thread at a time, and one that yields in a loop
 	 * can keep the others from ever running: there it naps instead. */
 	int nap = valgrind_running() != 0;
-	struct timespec nap_ts = { 0, 100000 };
+	struct timespec nap_ts = { 0, POLLER_NAP_NS };
+	/* Naps end when asked, not up to 50 us later. */
+	sys_call6(SYS_prctl, PR_SET_TIMERSLACK, 1, 0, 0, 0, 0);
 	/* It starts asleep, as the kernel's thread does: setup showed
 	 * NEED_WAKEUP, and an enter may already have taken it back (and
 	 * written the eventfd) before this thread ran. */
@@ -153,7 +167,7 @@ static void *mover_main(void *arg)
 		if (sq_poll(r) | cq_poll(r, 0))
 			last = t;
 		if (t - last < idle) {
-			if (nap)
+			if (nap || t - last > POLLER_SPIN_NS)
 				sys_call6(SYS_nanosleep, (long)&nap_ts, 0, 0, 0, 0, 0);
 			else
 				sys_call6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);

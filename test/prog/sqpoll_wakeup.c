@@ -11,6 +11,7 @@
  *    SQ_WAIT: the enter returns with room in the program's SQ.
  *  - A completion that comes while it sleeps shows without an enter and
  *    wakes it (natively the kernel runs it as task work in that thread).
+ *  - IORING_SQ_TASKRUN never shows (no TASKRUN_FLAG).
  * Times are never printed, only whether they fall inside the bounds.
  */
 #include "test/prog/cqe_print.h"
@@ -106,6 +107,10 @@ int main(void)
 		;
 	note("completions without an enter: %u", io_uring_cq_ready(&ring));
 	reap_n(&ring, io_uring_cq_ready(&ring));
+	/* Without TASKRUN_FLAG the kernel never shows IORING_SQ_TASKRUN;
+	 * liburing's submit enters when it does, which an awake SQ thread
+	 * never needs. */
+	note("taskrun shown: %u", !!(IO_URING_READ_ONCE(*ring.sq.kflags) & IORING_SQ_TASKRUN));
 
 	t = until_asleep(&ring, 3);
 	note("asleep after %d ms idle, within [%d, %d] ms: %s", IDLE_MS, IDLE_MS / 2, 5 * IDLE_MS,
