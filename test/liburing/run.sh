@@ -232,6 +232,17 @@ for t in "${TESTS[@]}"; do
 				MARK[$key]=rechecked; rechecked=$((rechecked + 1)); passed=$((passed + 1))
 				continue
 			fi
+			# The native run went two ways itself (wq-aff skips when
+			# the SQ thread's name is not yet in /proc as it looks):
+			# each of the mode's results is one the kernel gave.
+			if [ "$nat" != "$nat2" ] && [[ $nat$nat2 =~ ^(pass|skip)(pass|skip)$ ]] &&
+				{ [ "$got" = "$nat" ] || [ "$got" = "$nat2" ]; } &&
+				{ [ "$got2" = "$nat" ] || [ "$got2" = "$nat2" ]; }; then
+				echo "$t $m: the native run gave $nat and $nat2, $m $got and $got2: each a native result" \
+					>>"$OUT/results.log"
+				MARK[$key]=rechecked; rechecked=$((rechecked + 1)); passed=$((passed + 1))
+				continue
+			fi
 		else
 			echo "$t $m: native $nat $natsecs s, $m $got $(res "$m" "$t" 1 2) s (not rechecked)" \
 				>>"$OUT/results.log"
