@@ -151,7 +151,7 @@ static void *mover_main(void *arg)
 	/* valgrind runs one thread at a time, and one that yields in a loop
 	 * can keep the others from ever running: there it naps instead. */
 	int nap = valgrind_running() != 0;
-	struct timespec nap_ts = { 0, POLLER_NAP_NS };
+	struct timespec nap_ts = { 0, nap ? 100000 : POLLER_NAP_NS };
 	/* Naps end when asked, not up to 50 us later. */
 	sys_call6(SYS_prctl, PR_SET_TIMERSLACK, 1, 0, 0, 0, 0);
 	/* It starts asleep, as the kernel's thread does: setup showed
