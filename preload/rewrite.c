@@ -525,6 +525,20 @@ static int polling_without_waiting(const struct io_uring_sqe *sqe)
 	return (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && (sqe->msg_flags & MSG_DONTWAIT);
 }
 
+/* The same for a single-shot receive, and from io-wq (IOSQE_ASYNC, or the
+ * head of a chain the batch leaves open) a poll is armed only for
+ * IOSQE_ASYNC on a file that can poll (io_wq_submit_work's needs_poll):
+ * otherwise the first attempt's -EAGAIN, which POLL_FIRST makes before
+ * anything is read, is final.  (A multishot one io-wq polls for itself.) */
+static int poll_first_ends_at_once(const struct ring *r, const struct io_uring_sqe *sqe)
+{
+	if (polling_without_waiting(sqe))
+		return 1;
+	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || !r->to_wq)
+		return 0;
+	return !(sqe->flags & IOSQE_ASYNC) || (!(sqe->flags & IOSQE_FIXED_FILE) && cannot_poll(sqe->fd));
+}
+
 /* A bad plain fd, for requests the kernel cannot be handed without
  * IOSQE_BUFFER_SELECT (a multishot one fails prep without it). */
 static int bad_fd(const struct ring *r, const struct io_uring_sqe *sqe)
@@ -875,7 +889,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
 		return NULL;
 	}
-	if (polling_without_waiting(sqe)) {
+	if (poll_first_ends_at_once(r, sqe)) {
 		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
 		return NULL;
 	}

@@ -36,6 +36,10 @@
  * - io_msg_copy_hdr never reads msg_flags: a msghdr whose last word lies in
  *   an inaccessible page is no fault (a buffer-select RECVMSG on a group
  *   that does not exist is -ENOBUFS).
+ * - A receive with IORING_RECVSEND_POLL_FIRST issued from io-wq polls only
+ *   with IOSQE_ASYNC on a file that can poll (io_wq_submit_work's
+ *   needs_poll); as the head of a chain the batch leaves open, or on a file
+ *   that cannot poll, its first attempt's -EAGAIN is final, no buffer taken.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -315,6 +319,42 @@ int main(void)
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = 99;
 	run_one(&ring, sqe, 66, NULL);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	int es[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, es))
+		die("socketpair: %s", strerror(errno));
+	provide(&ring, &g, 9, 0, 2, 67);
+	note("RECV with POLL_FIRST from io-wq: linked at the batch's end on an empty socket, "
+	     "and with IOSQE_ASYNC on a regular file");
+	sqe = recv_sel(es[0], 9, IORING_RECVSEND_POLL_FIRST, 68);
+	sqe->flags |= IOSQE_IO_LINK;
+	run_one(&ring, sqe, 68, NULL);
+	sqe = recv_sel(tf, 9, IORING_RECVSEND_POLL_FIRST, 69);
+	sqe->flags |= IOSQE_ASYNC;
+	run_one(&ring, sqe, 69, NULL);
+	note("RECVMSG with POLL_FIRST linked at the batch's end on an empty socket");
+	struct iovec one = { 0 };
+	struct msghdr mh2 = { .msg_iov = &one, .msg_iovlen = 1 };
+	sqe = get_sqe(&ring);
+	io_uring_prep_recvmsg(sqe, es[0], &mh2, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT | IOSQE_IO_LINK;
+	sqe->buf_group = 9;
+	sqe->ioprio = IORING_RECVSEND_POLL_FIRST;
+	run_one(&ring, sqe, 70, NULL);
+	note("RECV with POLL_FIRST and IOSQE_ASYNC on an empty socket: it polls, and receives when data comes");
+	sqe = recv_sel(es[0], 9, IORING_RECVSEND_POLL_FIRST, 71);
+	sqe->flags |= IOSQE_ASYNC;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "RECV with POLL_FIRST from io-wq on a socket");
+	write_all(es[1], "hi", 2);
+	reap_show(&ring, 1, &g);
+	close(es[0]);
+	close(es[1]);
+	close(tf);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
