@@ -525,18 +525,22 @@ static int polling_without_waiting(const struct io_uring_sqe *sqe)
 	return (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && (sqe->msg_flags & MSG_DONTWAIT);
 }
 
-/* The same for a single-shot receive, and from io-wq (IOSQE_ASYNC, or the
- * head of a chain the batch leaves open) a poll is armed only for
- * IOSQE_ASYNC on a file that can poll (io_wq_submit_work's needs_poll):
- * otherwise the first attempt's -EAGAIN, which POLL_FIRST makes before
- * anything is read, is final.  (A multishot one io-wq polls for itself.) */
+/* The same for a single-shot receive on a file that cannot poll
+ * (io_arm_poll_handler refuses it, and io-wq's attempt is -EAGAIN again),
+ * and from io-wq (IOSQE_ASYNC, or the head of a chain the batch leaves
+ * open), which arms a poll only for IOSQE_ASYNC (io_wq_submit_work's
+ * needs_poll): otherwise the first attempt's -EAGAIN, which POLL_FIRST
+ * makes before anything is read, is final.  (A multishot one io-wq polls
+ * for itself.) */
 static int poll_first_ends_at_once(const struct ring *r, const struct io_uring_sqe *sqe)
 {
 	if (polling_without_waiting(sqe))
 		return 1;
-	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || !r->to_wq)
+	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST))
 		return 0;
-	return !(sqe->flags & IOSQE_ASYNC) || (!(sqe->flags & IOSQE_FIXED_FILE) && cannot_poll(sqe->fd));
+	if (!(sqe->flags & IOSQE_FIXED_FILE) && cannot_poll(sqe->fd))
+		return 1;
+	return r->to_wq && !(sqe->flags & IOSQE_ASYNC);
 }
 
 /* A bad plain fd, for requests the kernel cannot be handed without

@@ -36,10 +36,11 @@
  * - io_msg_copy_hdr never reads msg_flags: a msghdr whose last word lies in
  *   an inaccessible page is no fault (a buffer-select RECVMSG on a group
  *   that does not exist is -ENOBUFS).
- * - A receive with IORING_RECVSEND_POLL_FIRST issued from io-wq polls only
- *   with IOSQE_ASYNC on a file that can poll (io_wq_submit_work's
- *   needs_poll); as the head of a chain the batch leaves open, or on a file
- *   that cannot poll, its first attempt's -EAGAIN is final, no buffer taken.
+ * - A receive with IORING_RECVSEND_POLL_FIRST polls only on a file that
+ *   can poll and, issued from io-wq, only with IOSQE_ASYNC
+ *   (io_wq_submit_work's needs_poll); as the head of a chain the batch
+ *   leaves open, or on a file that cannot poll (inline too), its first
+ *   attempt's -EAGAIN is final, no buffer taken.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -336,6 +337,8 @@ int main(void)
 	sqe = recv_sel(tf, 9, IORING_RECVSEND_POLL_FIRST, 69);
 	sqe->flags |= IOSQE_ASYNC;
 	run_one(&ring, sqe, 69, NULL);
+	note("RECV with POLL_FIRST on a regular file, inline: the file cannot poll");
+	run_one(&ring, recv_sel(tf, 9, IORING_RECVSEND_POLL_FIRST, 72), 72, NULL);
 	note("RECVMSG with POLL_FIRST linked at the batch's end on an empty socket");
 	struct iovec one = { 0 };
 	struct msghdr mh2 = { .msg_iov = &one, .msg_iovlen = 1 };
