@@ -58,7 +58,7 @@ static void complete_flags(struct ring *r, unsigned left)
 		 * TASKRUN_FLAG on a ring whose word could not be shared (under
 		 * valgrind), nothing wakes bufsel when the kernel sets it: a
 		 * program that spins on it would spin for ever, so it is shown
-		 * always.  On an SQPOLL ring the flag is the kernel's alone: the
+		 * always.  On an SQPOLL ring with a poller the flag is the kernel's alone: the
 		 * kernel's SQ thread posts its completions whenever it runs, so
 		 * natively too there is no moment a program could count on
 		 * finding one, and the poller moves them as it polls; shown
@@ -66,7 +66,7 @@ static void complete_flags(struct ring *r, unsigned left)
 		 * an awake SQPOLL ring natively never enters (min-timeout-wait's
 		 * 10 ms wait came back up to 5 ms late, its submit taking them). */
 		unsigned f = real & IORING_SQ_TASKRUN;
-		if (!(r->setup_flags & IORING_SETUP_SQPOLL) &&
+		if (!((r->setup_flags & IORING_SETUP_SQPOLL) && r->has_mover) &&
 		    (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) || !r->cq_moved || r->ready ||
 		     (r->setup_flags & IORING_SETUP_TASKRUN_FLAG)))
 			f |= IORING_SQ_TASKRUN;

@@ -538,9 +538,15 @@ static int poll_first_ends_at_once(const struct ring *r, const struct io_uring_s
 		return 1;
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST))
 		return 0;
-	if (!(sqe->flags & IOSQE_FIXED_FILE) && cannot_poll(sqe->fd))
+	if (r->to_wq && !(sqe->flags & IOSQE_ASYNC))
 		return 1;
-	return r->to_wq && !(sqe->flags & IOSQE_ASYNC);
+	/* A socket always polls: one getsockopt, no probe fd (which would
+	 * take a number the program's next open might get natively). */
+	int type;
+	socklen_t len = sizeof(type);
+	return !(sqe->flags & IOSQE_FIXED_FILE) &&
+	       sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK &&
+	       cannot_poll(sqe->fd);
 }
 
 /* A bad plain fd, for requests the kernel cannot be handed without
