@@ -492,13 +492,16 @@ static uint32_t group_available(struct ring *r, uint16_t bgid)
  * buffer.  A RECV that polls first finds out only once its poll fires, so
  * it waits like any other (rewrite_bind_recv then gives the error).
  */
-static int not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def)
+static int fd_not_socket(int fd)
 {
 	int type;
 	socklen_t len = sizeof(type);
-	if (!def->sock || (sqe->flags & IOSQE_FIXED_FILE))
-		return 0;
-	return sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK;
+	return sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK;
+}
+
+static int not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	return def->sock && !(sqe->flags & IOSQE_FIXED_FILE) && fd_not_socket(sqe->fd);
 }
 
 /* file_can_poll: epoll_ctl refuses a file without ->poll with EPERM. */
@@ -542,11 +545,7 @@ static int poll_first_ends_at_once(const struct ring *r, const struct io_uring_s
 		return 1;
 	/* A socket always polls: one getsockopt, no probe fd (which would
 	 * take a number the program's next open might get natively). */
-	int type;
-	socklen_t len = sizeof(type);
-	return !(sqe->flags & IOSQE_FIXED_FILE) &&
-	       sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK &&
-	       cannot_poll(sqe->fd);
+	return !(sqe->flags & IOSQE_FIXED_FILE) && fd_not_socket(sqe->fd) && cannot_poll(sqe->fd);
 }
 
 /* A bad plain fd, for requests the kernel cannot be handed without

@@ -20,9 +20,10 @@
  * sequence both ways, and whether a re-run of that seed alone reproduces
  * the native transcript (and the bufsel one).  Before that, the seed alone
  * is run natively up to R times (--native-reruns, default 8; 0: none): if
- * one of those runs gives bufsel's transcript exactly, the difference is
- * the kernel's own (a race the batch's native run went the other way on),
- * counted apart and reported in one line.  A native transcript that
+ * one of those runs gives bufsel's transcript exactly and another the
+ * batch's native one, the difference is the kernel's own (a race the
+ * batch's native run went the other way on), counted apart and reported in
+ * one line.  A native transcript that
  * reports a lost completion or a wrong buffer, a nondeterministic native
  * run, a crash, a timeout or a library that was not loaded are failures too.
  * Exit status: 0 all equal, 1 a divergence, 2 anything else.
