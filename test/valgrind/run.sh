@@ -46,7 +46,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap mshot_overflow so
 	pol_cap pol_maxlen pol_inject pol_stats no_uring compat_kernel inline_close sec_probe
 	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early
 	bs_send_nogroup bs_recv_addr2 compat_fields close_mapped bs_submit_order fork_shared_ring fork_shared_pool
-	closed_fd_wait"
+	closed_fd_wait cq_unattended sqpoll_wakeup"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Programs left out, each with its reason (checked by hand, not here;
 # docs/reliability.md has the details).  A program in neither list fails.
@@ -69,19 +69,21 @@ sec_novm:installs its own seccomp filter (process_vm_readv denied), and valgrind
 sec_mdwe:sets PR_SET_MDWE, under which valgrind 3.19 itself cannot continue (natively, without bufsel, too: it makes its translations executable after writing them); and re-executes /proc/self/exe
 sec_wx_filter:installs its own seccomp filter refusing executable writable memory, under which valgrind 3.19 itself cannot continue (natively too); and re-executes /proc/self/exe
 sec_wx_fork:counts the process's writable and executable mappings, and valgrind's own translation cache is such a mapping (natively too)
-cq_unattended:differs from the native run under memcheck (the completion mover does not move CQEs while the program spins; under valgrind 3.19 bufsel intercepts only libc calls): not yet understood, listed in docs/reliability.md
-bs_wait_many:differs from the native run under memcheck (the wait for 4 returns with fewer): not yet understood, listed in docs/reliability.md
+bs_wait_many:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so its sending thread runs only once the wait's timeout has ended it (natively under valgrind, without bufsel, too)
 exec_uring_nopreload:re-executes /proc/self/exe, which under valgrind is the tool, not the program; and checks what the trap leaves behind exec, and valgrind 3.19 runs bufsel without one
 gate_addr:prints where the trap's gate is, and under valgrind 3.19 bufsel installs no trap
 raw_signals:checks signal frames the trap rewrites (rt_sigreturn, raw sigprocmask) and under valgrind 3.19 bufsel installs no trap
 fork_setup_race:400 processes, each started under memcheck, run past the time limit; and the race it checks is in thread start, which valgrind 3.19 serialises
-sqpoll_wakeup:spins on CQ memory while bufsel's SQPOLL thread must run, and valgrind 3.19's default scheduling lock (--fair-sched=no) lets the spinning thread take it back every time: the thread never runs (with --fair-sched=yes the output is the native one)
 taskrun_flag:under valgrind bufsel cannot map the kernel's SQ flags word into the program's view of the ring (valgrind refuses the mremap that makes a second mapping of a page), so a DEFER_TASKRUN | TASKRUN_FLAG ring shows IORING_SQ_TASKRUN always (docs/ARCHITECTURE.md)
 bs_timeout_wait:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so its writing thread runs only once the wait's timeout has ended it
 bs_timeout_count:its case 3 writes from a second thread while the main thread waits in io_uring_enter, which valgrind 3.19 does not let run until the wait ends
 fault_limits:lowers RLIMIT_NOFILE, which valgrind refuses (EPERM: it keeps descriptors of its own above the program's limit)"
 
-VG="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
+# --fair-sched=yes: with valgrind's default lock a thread spinning on CQ
+# memory takes the lock back at the end of each time slice, and the bufsel
+# thread that must move its completions (a fork child's mover, the SQPOLL
+# poller) may not run for seconds; the kernel's scheduler is fair.
+VG="valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
 	--errors-for-leak-kinds=definite --suppressions=$SUPP --trace-children=yes"
 UNIT_TIMEOUT=900
 PROG_TIMEOUT=120
