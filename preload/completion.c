@@ -355,7 +355,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		note_wait(r, q);
 		if (res < 0)
 			goto end;
-		if ((res = rewrite_multi_recv(r, q)))
+		if ((res = rewrite_multi_wake(r, q)))
 			goto end;
 		make_ready(r, q);
 		return 0;

@@ -988,6 +988,15 @@ void rewrite_multi_poll(struct ring *r, struct req *q)
 	q->wait_start = now_ns();
 }
 
+/* The step after a poll fired: io_recv looks at the file before it selects
+ * a buffer (a pipe a multishot RECV polled from io-wq: -ENOTSOCK). */
+int rewrite_multi_wake(struct ring *r, struct req *q)
+{
+	if (not_a_socket(&q->orig, opdef_get(q->orig.opcode)))
+		return -ENOTSOCK;
+	return rewrite_multi_recv(r, q);
+}
+
 int rewrite_multi_recv(struct ring *r, struct req *q)
 {
 	spin_lock(&r->x->pool_lock);
@@ -1094,7 +1103,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		res = -EBADFD;	/* io_wq_submit_work: no multishot from io-wq but by poll */
 	else if (!polls_first(sqe) && !r->to_wq && not_a_socket(sqe, def))
 		res = -ENOTSOCK;
-	else if (polling_without_waiting(sqe))
+	else if (!r->to_wq && polling_without_waiting(sqe))
 		res = -EAGAIN;
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
@@ -1123,18 +1132,23 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 			return NULL;
 		}
 	}
+	/* io_wq_submit_work arms a multishot request's poll before any
+	 * attempt on a file that is O_NONBLOCK or FMODE_NOWAIT (sockets and
+	 * pipes are): no buffer, no MSG_DONTWAIT -EAGAIN, no -ENOTSOCK until
+	 * the file is readable (rewrite_multi_wake). */
+	int poll_first = (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || r->to_wq;
 	uint32_t cflags = 0, keep = 0;
 	struct pool_buf taken;
 	int took = 0;
-	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && def->select == SELECT_WHEN_READABLE)
+	if (!poll_first && def->select == SELECT_WHEN_READABLE)
 		res = first_attempt(r, sqe, def, want, &tmpl, 1, &taken, &took, &keep);
-	else if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && !group_available(r, sqe->buf_group))
+	else if (!poll_first && !group_available(r, sqe->buf_group))
 		res = -ENOBUFS;
 	int readable = !fixed && fd_readable(sqe->fd);
-	if (!res && !(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && (sqe->msg_flags & MSG_DONTWAIT) &&
+	if (!res && !poll_first && (sqe->msg_flags & MSG_DONTWAIT) &&
 	    !fixed && !readable)
 		res = -EAGAIN;	/* as for a single receive (select_recv) */
-	if (!res && !(sqe->ioprio & IORING_RECVSEND_POLL_FIRST) && ((sqe->msg_flags & MSG_DONTWAIT) || readable)) {
+	if (!res && !poll_first && ((sqe->msg_flags & MSG_DONTWAIT) || readable)) {
 		int err = rewrite_multi_recv(r, q);
 		res = err ? err : 1;
 		cflags = err ? q->cflags : 0;

@@ -23,6 +23,8 @@
  *   chain the batch leaves open: io_queue_sqe_fallback) on a file that
  *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
  *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
+ *   It polls before any attempt: on an idle socket with no such group, with
+ *   MSG_DONTWAIT too, it waits, and fails with -ENOBUFS when data comes.
  * - IOSQE_CQE_SKIP_SUCCESS turns IOSQE_IO_DRAIN off for the ring only on an
  *   SQE past io_init_req's opcode, flag and buffer-select checks: after a
  *   NOP with it and an unknown flag, or with BUFFER_SELECT, a drained
@@ -320,6 +322,38 @@ int main(void)
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = 99;
 	run_one(&ring, sqe, 66, NULL);
+
+	note("multishot RECV from io-wq on an idle socket, group 98 never provided: it polls first");
+	sqe = prep_recv_sel(&ring, sv[0], 0, 0, 98, 67);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe->flags |= IOSQE_ASYNC;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "multishot RECV, IOSQE_ASYNC, idle socket, no group");
+	write_all(sv[1], "z", 1);
+	reap_show(&ring, 1, NULL);
+	if (read(sv[0], got, sizeof(got)) < 0)
+		die("read: %s", strerror(errno));
+	note("the same with MSG_DONTWAIT, the head of a chain the batch leaves open");
+	sqe = prep_recv_sel(&ring, sv[0], 0, MSG_DONTWAIT, 98, 68);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe->flags |= IOSQE_IO_LINK;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "multishot RECV, MSG_DONTWAIT, open chain, idle socket, no group");
+	write_all(sv[1], "z", 1);
+	reap_show(&ring, 1, NULL);
+	if (read(sv[0], got, sizeof(got)) < 0)
+		die("read: %s", strerror(errno));
+	nop(69);
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	note("multishot RECV from io-wq on an empty pipe, no group: -ENOTSOCK when data comes");
+	sqe = prep_recv_sel(&ring, p[0], 0, MSG_DONTWAIT, 98, 70);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe->flags |= IOSQE_ASYNC;
+	submit_expect(&ring, 1);
+	expect_pending(&ring, "multishot RECV, IOSQE_ASYNC, empty pipe, no group");
+	write_all(p[1], "y", 1);
+	reap_show(&ring, 1, NULL);
 	io_uring_queue_exit(&ring);
 
 	ret = io_uring_queue_init(8, &ring, 0);
