@@ -992,7 +992,7 @@ void rewrite_multi_poll(struct ring *r, struct req *q)
  * a buffer (a pipe a multishot RECV polled from io-wq: -ENOTSOCK). */
 int rewrite_multi_wake(struct ring *r, struct req *q)
 {
-	if (not_a_socket(&q->orig, opdef_get(q->orig.opcode)))
+	if (q->flags & REQ_NOT_SOCKET)
 		return -ENOTSOCK;
 	return rewrite_multi_recv(r, q);
 }
@@ -1118,10 +1118,19 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
 	q->want = want;
+	/* io_wq_submit_work arms a multishot request's poll before any
+	 * attempt on a file that is O_NONBLOCK or FMODE_NOWAIT (sockets and
+	 * pipes are): no buffer, no MSG_DONTWAIT -EAGAIN, no -ENOTSOCK until
+	 * the file is readable (rewrite_multi_wake). */
+	int poll_first = (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || r->to_wq;
 	int type = SOCK_STREAM;
 	socklen_t tlen = sizeof(type);
-	if (def->select == SELECT_WHEN_READABLE && !fixed)
-		sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&tlen, 0);
+	/* One look at the file, here rather than at every wake: the kernel's
+	 * request holds the file, not the number. */
+	if (def->select == SELECT_WHEN_READABLE && !fixed &&
+	    sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&tlen, 0) == -ENOTSOCK &&
+	    def->sock && poll_first)
+		q->flags |= REQ_NOT_SOCKET;
 	q->inq_unknown = type != SOCK_STREAM;
 	if (def->buf == BUF_MSGHDR) {
 		q->tmpl = tmpl;
@@ -1132,11 +1141,6 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 			return NULL;
 		}
 	}
-	/* io_wq_submit_work arms a multishot request's poll before any
-	 * attempt on a file that is O_NONBLOCK or FMODE_NOWAIT (sockets and
-	 * pipes are): no buffer, no MSG_DONTWAIT -EAGAIN, no -ENOTSOCK until
-	 * the file is readable (rewrite_multi_wake). */
-	int poll_first = (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || r->to_wq;
 	uint32_t cflags = 0, keep = 0;
 	struct pool_buf taken;
 	int took = 0;

@@ -324,7 +324,7 @@ int main(void)
 	run_one(&ring, sqe, 66, NULL);
 
 	note("multishot RECV from io-wq on an idle socket, group 98 never provided: it polls first");
-	sqe = prep_recv_sel(&ring, sv[0], 0, 0, 98, 67);
+	sqe = prep_recv_sel(&ring, sv[0], 0, 0, 98, 73);
 	sqe->ioprio = IORING_RECV_MULTISHOT;
 	sqe->flags |= IOSQE_ASYNC;
 	submit_expect(&ring, 1);
@@ -334,7 +334,7 @@ int main(void)
 	if (read(sv[0], got, sizeof(got)) < 0)
 		die("read: %s", strerror(errno));
 	note("the same with MSG_DONTWAIT, the head of a chain the batch leaves open");
-	sqe = prep_recv_sel(&ring, sv[0], 0, MSG_DONTWAIT, 98, 68);
+	sqe = prep_recv_sel(&ring, sv[0], 0, MSG_DONTWAIT, 98, 74);
 	sqe->ioprio = IORING_RECV_MULTISHOT;
 	sqe->flags |= IOSQE_IO_LINK;
 	submit_expect(&ring, 1);
@@ -343,11 +343,11 @@ int main(void)
 	reap_show(&ring, 1, NULL);
 	if (read(sv[0], got, sizeof(got)) < 0)
 		die("read: %s", strerror(errno));
-	nop(69);
+	nop(75);
 	submit_expect(&ring, 1);
 	reap_show(&ring, 1, NULL);
 	note("multishot RECV from io-wq on an empty pipe, no group: -ENOTSOCK when data comes");
-	sqe = prep_recv_sel(&ring, p[0], 0, MSG_DONTWAIT, 98, 70);
+	sqe = prep_recv_sel(&ring, p[0], 0, MSG_DONTWAIT, 98, 76);
 	sqe->ioprio = IORING_RECV_MULTISHOT;
 	sqe->flags |= IOSQE_ASYNC;
 	submit_expect(&ring, 1);
