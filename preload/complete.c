@@ -246,6 +246,8 @@ static unsigned reap_locked(struct ring *r)
 		posted += synth_flush(r, stail + posted, space - posted);
 	}
 	atomic_store_explicit(s->cq_tail, stail + posted, memory_order_release);
+	if (posted)
+		atomic_store_explicit(&r->posted_ns, now_ns(), memory_order_relaxed);
 	r->x->rcq_taken = rhead + taken;
 	publish_head(r);
 	complete_flags(r, avail - taken + r->x->synth.len);

@@ -309,9 +309,15 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
  * it makes is answered as the look it would have made natively: bufsel moves
  * what the kernel posted and, if the shadow then holds the wait's CQEs, some
  * of them come since the program's last enter on the ring (so without its
- * help, maybe after it looked), returns 0 where the kernel said -EBADF.  A
- * submission, or a wait still short, keeps -EBADF.
+ * help) and fresh (moved by this call, or within CLOSED_FD_FRESH_NS before
+ * it: after the program looked), returns 0 where the kernel said -EBADF.
+ * A submission, a wait still short, or one on CQEs the program has had for
+ * longer keeps -EBADF.
  */
+/* Between a look at the CQ and the enter that follows it: a preempted
+ * thread is off the CPU for a scheduler tick or two (4 ms at HZ=250). */
+#define CLOSED_FD_FRESH_NS (10 * 1000 * 1000ull)
+
 long enter_closed_fd(int fd, unsigned to_submit, unsigned min_complete, unsigned flags, long kret)
 {
 	if (to_submit || !min_complete || !(flags & IORING_ENTER_GETEVENTS) ||
@@ -320,10 +326,14 @@ long enter_closed_fd(int fd, unsigned to_submit, unsigned min_complete, unsigned
 	struct ring *r = ring_get_closed(fd);
 	if (!r)
 		return kret;
-	complete_reap_follow(r);
+	unsigned moved = complete_reap_follow(r);
 	unsigned ready = complete_ready(r);
 	unsigned unhelped = atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed) -
 			    atomic_load_explicit(&r->enter_cq_tail, memory_order_relaxed);
+	uint64_t age = now_ns() - atomic_load_explicit(&r->posted_ns, memory_order_relaxed);
 	ring_put(r);
-	return unhelped && ready >= min_complete ? 0 : kret;
+	/* Only CQEs the program could not yet have seen: moved by this call,
+	 * or just before it (between its look at the CQ and its enter). */
+	int fresh = moved || age < CLOSED_FD_FRESH_NS;
+	return unhelped && fresh && ready >= min_complete ? 0 : kret;
 }

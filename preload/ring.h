@@ -202,6 +202,9 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	/* The shadow CQ tail when an enter of the program's last returned:
 	 * what came after, came without its help (enter_closed_fd). */
 	atomic_uint enter_cq_tail;
+	/* CLOCK_MONOTONIC ns when this process last moved CQEs into the
+	 * shadow: how long the program has had them (enter_closed_fd). */
+	_Atomic uint64_t posted_ns;
 	atomic_int real_fd;
 	unsigned long ino, dev;
 	unsigned setup_flags;

@@ -9,11 +9,16 @@
  * under bufsel it must too, or the wait's enter on the closed fd fails with
  * -EBADF.  Each round uses a new ring, set up when the previous one's fd
  * number is free again.
+ * Then the other side: a wait on the closed fd made long after the
+ * completion came (the program had every chance to see it) is the kernel's
+ * -EBADF, not a wait that bufsel ends.
  */
 #include "test/prog/cqe_print.h"
 
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUNDS 200
@@ -78,5 +83,32 @@ int main(void)
 		close(rd.go[1]);
 	}
 	note("%d rounds: the receive's 5 bytes found by wait_cqe in %u, not in %u", ROUNDS, ok, bad);
+
+	struct io_uring ring;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		die("socketpair: %s", strerror(errno));
+	int ret = io_uring_queue_init(4, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	char buf[16];
+	struct io_uring_sqe *sqe = get_sqe(&ring);
+	io_uring_prep_recv(sqe, sv[0], buf, sizeof(buf), 0);
+	sqe->user_data = 8;
+	if (io_uring_submit(&ring) != 1)
+		die("submit");
+	if (write(sv[1], "late", 4) != 4)
+		die("send: %s", strerror(errno));
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	if (close(ring.ring_fd))
+		die("close of the ring fd: %s", strerror(errno));
+	long lret = syscall(__NR_io_uring_enter, ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+	note("a wait on the closed fd 100 ms after the completion came: %ld (%s)", lret,
+	     lret < 0 ? strerror(errno) : "ok");
+	printf("cq ready %u\n", io_uring_cq_ready(&ring));
+	io_uring_queue_exit(&ring);
+	close(sv[0]);
+	close(sv[1]);
 	return bad ? 1 : 0;
 }
