@@ -172,9 +172,3 @@ void req_table_destroy(struct req_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}

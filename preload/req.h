@@ -16,6 +16,7 @@
 #include <linux/io_uring.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "pool/pool.h"
 #include "preload/spin.h"
@@ -145,6 +146,11 @@ unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned 
 void req_table_destroy(struct req_table *t);
 
 /* CLOCK_MONOTONIC in ns (vDSO: no system call). */
-uint64_t now_ns(void);
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #endif
