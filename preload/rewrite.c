@@ -752,14 +752,23 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 			q->flags |= REQ_SKIP_SUCCESS;
 			sqe->flags &= ~IOSQE_CQE_SKIP_SUCCESS;
 		} else {
-			q->flags |= REQ_DELIVERED;
-			pool_locked_consume(r, &q->buf);
+			q->flags |= REQ_DELIVERED;	/* consumed at rewrite_commit */
 		}
 	}
 	sqe->flags &= ~IOSQE_BUFFER_SELECT;
 	sqe->buf_index = 0;
 	sqe->user_data = req_tag(&r->reqs, q);
 	return 0;
+}
+
+/* A selection the kernel's not taking the SQE takes back; one delivered
+ * without a CQE (REQ_DELIVERED) is consumed only once it is taken. */
+static void undo_select(struct rewrite_undo *u, struct req *q)
+{
+	u->kind = UNDO_SELECT;
+	u->req = q;
+	u->deliver = !!(q->flags & REQ_DELIVERED);
+	u->buf = q->buf;
 }
 
 /*
@@ -806,8 +815,7 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 	}
 	if (q->kind == REQ_RECV_SEL)
 		req_recv_bound(&r->reqs, q);
-	u->kind = UNDO_SELECT;
-	u->req = q;
+	undo_select(u, q);
 }
 
 /*
@@ -1648,8 +1656,8 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 {
 	switch (u->kind) {
 	case UNDO_SELECT:
-		if (!(u->req->flags & REQ_DELIVERED))
-			pool_locked_putback(r, &u->req->buf);
+		/* Not yet consumed, delivered or not (rewrite_commit). */
+		pool_locked_putback(r, &u->req->buf);
 		req_free(&r->reqs, u->req);
 		break;
 	case UNDO_REQ:
@@ -1669,6 +1677,15 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		break;
 	}
 	u->kind = UNDO_NONE;
+	u->deliver = 0;
+}
+
+/* The request may be done and freed by now: the buffer is u's copy. */
+void rewrite_commit(struct ring *r, struct rewrite_undo *u)
+{
+	if (u->kind == UNDO_SELECT && u->deliver)
+		pool_locked_consume(r, &u->buf);
+	u->deliver = 0;
 }
 
 /* What cannot be undone if the kernel does not take the SQE: the SQEs
@@ -1698,6 +1715,7 @@ const struct ring_hooks rewrite_hooks = {
 	.rewrite = rewrite_sqe,
 	.hold = rewrite_hold,
 	.undo = rewrite_undo,
+	.commit = rewrite_commit,
 	.complete = rewrite_complete_cqe,
 	.foreign = rewrite_foreign_cqe,
 	.barrier = rewrite_barrier,

@@ -11,6 +11,8 @@
 #include <linux/io_uring.h>
 #include <stdint.h>
 
+#include "pool/pool.h"
+
 struct ring;
 struct req;
 struct ring_hooks;
@@ -30,6 +32,13 @@ struct rewrite_undo {
 	uint16_t bgid;
 	uint32_t added;		/* PROVIDE: buffers added */
 	struct req *req;
+	/* The ring's state as it was before the SQE (submit.c): the kernel
+	 * disables drains and sees a skip only for SQEs it takes. */
+	uint8_t drain_was, skip_was;
+	/* UNDO_SELECT: buf is delivered once the kernel takes the SQE
+	 * (rewrite_commit), which may never post a CQE for it. */
+	uint8_t deliver;
+	struct pool_buf buf;
 };
 
 /* Does this SQE need bufsel at all?  The fast test for the drain loop. */
@@ -44,6 +53,8 @@ static inline int rewrite_wanted(const struct io_uring_sqe *sqe)
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain);
 /* The kernel did not consume the SQE: undo its effects (in reverse order). */
 void rewrite_undo(struct ring *r, struct rewrite_undo *u);
+/* The kernel consumed it: what waited for that happens now. */
+void rewrite_commit(struct ring *r, struct rewrite_undo *u);
 /* For the completion side (completion.c): selects a buffer for a receive
  * whose socket now has data and rewrites q->orig onto it; 0 or -errno. */
 int rewrite_bind_recv(struct ring *r, struct req *q);

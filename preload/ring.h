@@ -42,6 +42,8 @@ struct ring_hooks {
 	 * same, and the request takes no more of the chain. */
 	int (*hold)(struct ring *r, void *capture, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	void (*undo)(struct ring *r, struct rewrite_undo *u);
+	/* The kernel took the SQE (or will: SQPOLL, held SQEs). */
+	void (*commit)(struct ring *r, struct rewrite_undo *u);
 	/* A real CQE: 1 to post (possibly patched), 0 to hide. */
 	int (*complete)(struct ring *r, struct io_uring_cqe *cqe);
 	/* A real CQE another process sharing the ring must move (its request

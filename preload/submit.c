@@ -50,9 +50,12 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
 	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
-	int drain_was = r->x->drain_disabled;
+	int drain_was = r->x->drain_disabled, skip_was = r->x->kernel_skip;
 	if (opdef_skip_disables_drain(src))
 		r->x->drain_disabled = 1;
+	if (r->undo)
+		r->undo[st->copied] = (struct rewrite_undo){ .drain_was = (uint8_t)drain_was,
+							    .skip_was = (uint8_t)skip_was };
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
 	if (st->chain_fails) {
@@ -158,8 +161,11 @@ static int place_probe(struct ring *r, struct submit_batch *b, unsigned rspace)
 {
 	unsigned slot = (b->st.real_tail + b->st.copied) & r->rsq_mask;
 	if (!r->hooks || !b->st.copied || b->st.copied >= rspace || b->st.capture ||
-	    (r->rsqes[(slot - 1) & r->rsq_mask].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)) ||
-	    r->hooks->probe(r, &r->rsqes[slot], &r->undo[b->st.copied]))
+	    (r->rsqes[(slot - 1) & r->rsq_mask].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)))
+		return 0;
+	struct rewrite_undo *u = &r->undo[b->st.copied];
+	*u = (struct rewrite_undo){ .drain_was = (uint8_t)r->x->drain_disabled, .skip_was = (uint8_t)r->x->kernel_skip };
+	if (r->hooks->probe(r, &r->rsqes[slot], u))
 		return 0;
 	real_slot_publish(r, slot);
 	b->st.copied++;
@@ -247,22 +253,38 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	}
 }
 
+/* Undo entries from .. to-1: SQEs the kernel takes. */
+static void commit_placed(struct ring *r, unsigned from, unsigned to)
+{
+	if (r->hooks && r->hooks->commit)
+		for (unsigned i = from; i < to; i++)
+			r->hooks->commit(r, &r->undo[i]);
+}
+
 unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 {
 	struct shadow *s = &r->sh;
-	if (r->setup_flags & IORING_SETUP_SQPOLL)
+	if (r->setup_flags & IORING_SETUP_SQPOLL) {
+		commit_placed(r, 0, b->copied);
 		return b->prog;
+	}
 	unsigned taken = (unsigned)(atomic_load_explicit(r->rsq_head, memory_order_acquire) - b->real_tail);
 	if (taken > b->copied)
 		taken = b->copied;
 	atomic_store_explicit(r->rsq_tail, b->real_tail + taken, memory_order_release);
-	if (r->hooks)
+	if (r->hooks) {
+		commit_placed(r, 0, taken);
 		for (unsigned i = b->copied; i-- > taken;) {
 			const struct io_uring_sqe *sqe = &r->rsqes[(b->real_tail + i) & r->rsq_mask];
 			if (sqe->opcode == IORING_OP_TIMEOUT && atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
 				timeouts_not_taken(r, sqe->user_data);
 			r->hooks->undo(r, &r->undo[i]);
+			/* The kernel never saw it: its skip and drain rules did
+			 * not apply (reverse order: the first one's state stays). */
+			r->x->drain_disabled = r->undo[i].drain_was;
+			r->x->kernel_skip = r->undo[i].skip_was;
 		}
+	}
 	unsigned consumed = taken && r->prog_end ? r->prog_end[taken - 1] : taken;
 	/* The kernel consumes an invalid index in the same pass that stops at it. */
 	if (b->dropped && taken == b->copied && (kret >= 0 || b->probed)) {
@@ -294,6 +316,7 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 	for (unsigned i = 0; i < n; i++)
 		if (place_one(r, &st, &rest[i], 1) < 0)
 			return -EBUSY;
+	commit_placed(r, 0, st.copied);
 	atomic_store_explicit(r->rsq_tail, rtail + st.copied, memory_order_release);
 	return (int)st.copied;
 }

@@ -43,6 +43,9 @@
  *   (io_wq_submit_work's needs_poll); as the head of a chain the batch
  *   leaves open, or on a file that cannot poll (inline too), its first
  *   attempt's -EAGAIN is final, no buffer taken.
+ * - SQEs after one that stops the batch are not consumed, and nothing of
+ *   theirs happens: a buffer-select READ with IOSQE_CQE_SKIP_SUCCESS there
+ *   takes no buffer and turns drains off only when it is submitted.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -392,6 +395,30 @@ int main(void)
 	close(es[0]);
 	close(es[1]);
 	close(tf);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	provide(&ring, &g, 10, 0, 3, 80);
+	note("a batch the kernel stops at a failing RECV, before the ring's first IOSQE_CQE_SKIP_SUCCESS "
+	     "(a buffer-select READ failing at issue): it is untouched, and its turn comes in the next");
+	recv_sel(p[0], 10, 0x8, 81);
+	sqe = prep_read_sel(&ring, sv[0], 0, 10, 0, 82);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	sqe->rw_flags = 0x08000000;	/* no RWF_ flag: -EOPNOTSUPP at issue, a buffer taken */
+	show_submit("batch");
+	reap_show(&ring, 1, NULL);
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+	note("its skip flag turned drains off then, not before: a drained PROVIDE_BUFFERS fails");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 10, 3, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 83, NULL);
+	note("and the group's head is the next bid");
+	write_all(sv[1], "ok", 2);
+	run_one(&ring, prep_read_sel(&ring, sv[0], 2, 10, 0, 84), 84, &g);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
