@@ -316,7 +316,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
  */
 /* Between a look at the CQ and the enter that follows it: a preempted
  * thread is off the CPU for a scheduler tick or two (4 ms at HZ=250). */
-#define CLOSED_FD_FRESH_NS (10 * 1000 * 1000ull)
+#define CLOSED_FD_FRESH_NS 10000000ull	/* 10 ms */
 
 long enter_closed_fd(int fd, unsigned to_submit, unsigned min_complete, unsigned flags, long kret)
 {
