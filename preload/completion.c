@@ -140,6 +140,11 @@ static unsigned sock_nonempty_asked(const struct req *q, int res)
 
 static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
+	/* MSG_TRUNC bufsel added: a datagram's whole length, the program
+	 * gets what was copied, and the cut fails the receive. */
+	int cut = (q->flags & REQ_TRUNC_ADDED) && cqe->res > (int)q->want;
+	if (cut)
+		cqe->res = (int)q->want;
 	req_recv_unbound(&r->reqs, q);
 	cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
 	if (cqe->res >= 0 && write_back_msghdr(q))
@@ -157,7 +162,7 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	cqe->user_data = q->user_data;
 	if (got)
 		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
-	int ok = cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want);
+	int ok = !cut && cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want);
 	return finish_recv(r, q, cqe, ok);
 }
 

@@ -486,6 +486,15 @@ static uint32_t group_available(struct ring *r, uint16_t bgid)
 	return n;
 }
 
+/* SO_TYPE (SOCK_STREAM, SOCK_DGRAM, ...), or -errno. */
+static int fd_sock_type(int fd)
+{
+	int type;
+	socklen_t len = sizeof(type);
+	long err = sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0);
+	return err ? (int)err : type;
+}
+
 /*
  * The kernel looks at the file before it selects a buffer: a request that
  * needs a socket fails on anything else with -ENOTSOCK at issue, taking no
@@ -494,9 +503,7 @@ static uint32_t group_available(struct ring *r, uint16_t bgid)
  */
 static int fd_not_socket(int fd)
 {
-	int type;
-	socklen_t len = sizeof(type);
-	return sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) == -ENOTSOCK;
+	return fd_sock_type(fd) == -ENOTSOCK;
 }
 
 static int not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def)
@@ -754,6 +761,16 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		} else {
 			q->flags |= REQ_DELIVERED;	/* consumed at rewrite_commit */
 		}
+	}
+	/* io_recv fails a MSG_WAITALL receive whose datagram was cut to the
+	 * buffer (MSG_TRUNC out), and a failed request posts its CQE despite
+	 * the skip; the result (the bytes copied) does not show the cut, the
+	 * datagram's whole length does (complete_recv_sel). */
+	if ((q->flags & REQ_SKIP_SUCCESS) && sqe->opcode == IORING_OP_RECV &&
+	    (sqe->msg_flags & (MSG_WAITALL | MSG_TRUNC)) == MSG_WAITALL &&
+	    !(sqe->flags & IOSQE_FIXED_FILE) && fd_sock_type(sqe->fd) > SOCK_STREAM) {
+		sqe->msg_flags |= MSG_TRUNC;
+		q->flags |= REQ_TRUNC_ADDED;
 	}
 	sqe->flags &= ~IOSQE_BUFFER_SELECT;
 	sqe->buf_index = 0;

@@ -46,6 +46,9 @@
  * - SQEs after one that stops the batch are not consumed, and nothing of
  *   theirs happens: a buffer-select READ with IOSQE_CQE_SKIP_SUCCESS there
  *   takes no buffer and turns drains off only when it is submitted.
+ * - A MSG_WAITALL RECV whose datagram is cut to the buffer fails (io_recv
+ *   checks MSG_TRUNC): with IOSQE_CQE_SKIP_SUCCESS it posts its CQE, the
+ *   bytes copied and the buffer.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -419,6 +422,26 @@ int main(void)
 	note("and the group's head is the next bid");
 	write_all(sv[1], "ok", 2);
 	run_one(&ring, prep_read_sel(&ring, sv[0], 2, 10, 0, 84), 84, &g);
+
+	note("RECV with MSG_WAITALL and IOSQE_CQE_SKIP_SUCCESS on datagrams into a 16-byte buffer: "
+	     "one of 40 bytes is cut and fails (a CQE), one of 16 succeeds (none), one of 5 is short and fails");
+	int dg[2];
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, dg))
+		die("socketpair: %s", strerror(errno));
+	provide(&ring, &g, 11, 0, 3, 85);
+	static const char long_msg[40] = "a datagram longer than the buffer is";
+	write_all(dg[1], long_msg, sizeof(long_msg));
+	write_all(dg[1], "exactly 16 bytes", 16);
+	write_all(dg[1], "short", 5);
+	for (int i = 0; i < 3; i++) {
+		sqe = prep_recv_sel(&ring, dg[0], 0, MSG_WAITALL, 11, 86 + (unsigned)i);
+		sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	}
+	nop(89);
+	submit_expect(&ring, 4);
+	reap_show(&ring, 3, &g);
+	close(dg[0]);
+	close(dg[1]);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
