@@ -309,8 +309,11 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	int post_it = 1;
 	spin_lock(&r->x->pool_lock);
 	if ((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) {
-		/* An unregistered fixed file fails before selection. */
-		pool_putback(r->x->pool, &q->buf);
+		/* An unregistered fixed file fails before selection.  A buffer
+		 * delivered without a CQE is rewrite_commit's to consume, before
+		 * or after this: giving it back too would count it twice. */
+		if (!(q->flags & REQ_DELIVERED))
+			pool_putback(r->x->pool, &q->buf);
 	} else {
 		if (!(q->flags & REQ_DELIVERED))
 			pool_consume_bytes(r->x->pool, &q->buf, cqe->res > 0 ? (uint32_t)cqe->res : 0);
