@@ -68,9 +68,9 @@ enum req_flags {
 	REQ_WAITALL = 1 << 6,		/* MSG_WAITALL: a short receive fails the link */
 	REQ_BOUND_RECV = 1 << 7,	/* a receive in the kernel on a selected buffer (counted) */
 	REQ_STANDIN_BUF = 1 << 8,	/* STANDIN: holds buf, consumed when its CQE reports it */
-	REQ_TRUNC_ADDED = 1 << 10,	/* RECV: bufsel asked for MSG_TRUNC (bind_buffer) */
 	REQ_NOT_SOCKET = 1 << 9,	/* RECV_MULTI: polled before its file was looked at,
 					 * which is no socket: its wake fails -ENOTSOCK */
+	REQ_TRUNC_ADDED = 1 << 10,	/* RECV: bufsel asked for MSG_TRUNC (bind_buffer) */
 };
 
 struct req {

@@ -1148,15 +1148,12 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	 * pipes are): no buffer, no MSG_DONTWAIT -EAGAIN, no -ENOTSOCK until
 	 * the file is readable (rewrite_multi_wake). */
 	int poll_first = (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || r->to_wq;
-	int type = SOCK_STREAM;
-	socklen_t tlen = sizeof(type);
 	/* One look at the file, here rather than at every wake: the kernel's
 	 * request holds the file, not the number. */
-	if (def->select == SELECT_WHEN_READABLE && !fixed &&
-	    sys_call6(SYS_getsockopt, sqe->fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&tlen, 0) == -ENOTSOCK &&
-	    def->sock && poll_first)
+	int type = def->select == SELECT_WHEN_READABLE && !fixed ? fd_sock_type(sqe->fd) : SOCK_STREAM;
+	if (type == -ENOTSOCK && def->sock && poll_first)
 		q->flags |= REQ_NOT_SOCKET;
-	q->inq_unknown = type != SOCK_STREAM;
+	q->inq_unknown = type > 0 && type != SOCK_STREAM;
 	if (def->buf == BUF_MSGHDR) {
 		q->tmpl = tmpl;
 		q->prog_msg = sqe->addr;

@@ -16,10 +16,10 @@
 # Environment: LIBURING_TARBALL, B (build dir), TIMEOUT (seconds per test,
 # default 60, SIGINT then SIGKILL after as long again, as liburing's
 # runtests.sh), SUITE_JOBS (parallel tests, default 2), SUITE_TESTS (names
-# to run instead of all), SUITE_RECHECK=0 (no rechecks), NATIVE_RERUNS (native runs a pass/skip
-# difference may get besides, default 30), SUITE_REPORT=1 (no
-# run: the table again from the last run's results, e.g. after editing the
-# exclusions).
+# to run instead of all), SUITE_RECHECK=0 (no rechecks), NATIVE_RERUNS
+# (native runs a pass/skip difference may get besides, default 30),
+# SUITE_REPORT=1 (no run: the table again from the last run's results,
+# e.g. after editing the exclusions).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
