@@ -423,6 +423,13 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 				res = -EAGAIN;
 				goto end;
 			}
+			/* The retry found the group as the receive left it: a
+			 * PROVIDE the program submitted since came too late. */
+			if (q->drained) {
+				q->cflags = 0;
+				res = -ENOBUFS;
+				goto end;
+			}
 			if ((res = rewrite_multi_recv(r, q))) {
 				cqe->flags = 0;
 				goto end;

@@ -1026,6 +1026,9 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 {
 	spin_lock(&r->x->pool_lock);
 	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
+	/* The kernel's retry after this receive's CQE comes at once, before
+	 * anything the program submits next: the group as this leaves it. */
+	q->drained = !res && !pool_available(r->x->pool, q->orig.buf_group);
 	if (!res && !q->buf.addr) {
 		if (opdef_get(q->orig.opcode)->null_putback) {
 			pool_putback(r->x->pool, &q->buf);

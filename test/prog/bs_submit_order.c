@@ -49,6 +49,9 @@
  * - A MSG_WAITALL RECV whose datagram is cut to the buffer fails (io_recv
  *   checks MSG_TRUNC): with IOSQE_CQE_SKIP_SUCCESS it posts its CQE, the
  *   bytes copied and the buffer.
+ * - A multishot RECV on a datagram socket retries at once after a CQE: a
+ *   group it emptied ends it with -ENOBUFS, though a PROVIDE_BUFFERS behind
+ *   it in the same batch refills the group a moment later.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -440,6 +443,19 @@ int main(void)
 	nop(89);
 	submit_expect(&ring, 4);
 	reap_show(&ring, 3, &g);
+
+	note("multishot RECV on datagrams with one buffer, and a PROVIDE behind it in the batch: "
+	     "the retry after the first datagram finds the group empty (-ENOBUFS), the PROVIDE comes after");
+	provide(&ring, &g, 12, 0, 1, 90);
+	write_all(dg[1], "one", 3);
+	write_all(dg[1], "two", 3);
+	sqe = prep_recv_sel(&ring, dg[0], 0, 0, 12, 91);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 12, 1, 1);
+	sqe->user_data = 92;
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 3, &g);
 	close(dg[0]);
 	close(dg[1]);
 	io_uring_queue_exit(&ring);
