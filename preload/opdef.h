@@ -52,12 +52,12 @@ struct opdef {
 				 * with no list is -ENOENT, not -ENOBUFS */
 	uint8_t send_addr;	/* SEND: addr2 is a destination address (io_send_setup) */
 	uint16_t sr_flags;	/* RECV, RECVMSG, SEND: the ioprio flags prep takes (else -EINVAL) */
-	uint8_t null_putback;
+	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
+				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
 	/* The opcode's own prep checks, for opcodes the kernel runs (so that a
 	 * chain bufsel looks along fails as the kernel will): 0 or the error.
 	 * NULL where bufsel does not model them. */
-	int (*kernel_prep)(const struct io_uring_sqe *sqe, unsigned setup_flags);	/* a NULL buffer at the head is -ENOBUFS and stays there;
-				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
+	int (*kernel_prep)(const struct io_uring_sqe *sqe, unsigned setup_flags);
 };
 
 /* The row for an opcode; unknown opcodes get a row that refuses selection

@@ -76,6 +76,9 @@ static void pool_locked_consume(struct ring *r, const struct pool_buf *b)
 
 /* ---- stand-ins ---- */
 
+/* An SQE flag bit no kernel knows: io_init_req fails it with -EINVAL first. */
+#define SQE_FLAG_UNKNOWN 0x80
+
 static void clear_sqe(struct io_uring_sqe *sqe, uint8_t opcode, uint64_t ud)
 {
 	uint8_t flags = sqe->flags & ~IOSQE_BUFFER_SELECT;
@@ -88,7 +91,7 @@ static void clear_sqe(struct io_uring_sqe *sqe, uint8_t opcode, uint64_t ud)
 	with_skip.flags |= IOSQE_CQE_SKIP_SUCCESS;
 	if (!(sqe->flags & ~SQE_VALID_FLAGS) && !opdef_skip_disables_drain(&with_skip) &&
 	    (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
-		flags |= 0x80;
+		flags |= SQE_FLAG_UNKNOWN;
 	uint16_t personality = sqe->personality;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = opcode;
@@ -410,9 +413,16 @@ static int reject_at_submission(struct ring *r, struct io_uring_sqe *sqe, int re
 {
 	if (!res)
 		return 0;
-	if (init_check(r, sqe))
+	int init = init_check(r, sqe);
+	if (init) {
 		standin_ok(sqe);
-	else
+		/* A drain after drains were disabled: the NOP fails on it with
+		 * the same -EOPNOTSUPP that an opcode or buffer-select refusal
+		 * first would give, and drains are off already, so the bit that
+		 * keeps drains as they were would only turn it into -EINVAL. */
+		if (init == -EOPNOTSUPP)
+			sqe->flags &= (uint8_t)~SQE_FLAG_UNKNOWN;
+	} else
 		standin(r, sqe, res, FAIL_AT_PREP, u);
 	return 1;
 }
@@ -481,7 +491,7 @@ static int left_to_kernel_bad_fd(const struct ring *r, struct io_uring_sqe *sqe,
 static uint32_t group_available(struct ring *r, uint16_t bgid)
 {
 	spin_lock(&r->x->pool_lock);
-	uint32_t n = pool_available(r->x->pool, bgid);
+	uint32_t n = r->x->pool ? pool_available(r->x->pool, bgid) : 0;	/* no pool yet: no buffer */
 	spin_unlock(&r->x->pool_lock);
 	return n;
 }
@@ -1284,6 +1294,8 @@ static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct o
 		return;
 	if (not_a_socket(sqe, def))
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
+	else if (def->sr_flags && poll_first_ends_at_once(r, sqe))
+		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);	/* io_send: before it selects */
 	else
 		select_now(r, sqe, def, want, NULL, u);
 }
@@ -1305,6 +1317,8 @@ static struct req *select_issue(struct ring *r, struct io_uring_sqe *sqe, const 
 		res = -EBADF;
 	else if (not_a_socket(sqe, def))
 		res = -ENOTSOCK;
+	else if (poll_first_ends_at_once(r, sqe))
+		res = -EAGAIN;
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 		return NULL;
@@ -1706,10 +1720,15 @@ void rewrite_commit(struct ring *r, struct rewrite_undo *u)
 }
 
 /* What cannot be undone if the kernel does not take the SQE: the SQEs
- * before it go to the kernel first. */
-static int rewrite_barrier(const struct io_uring_sqe *sqe)
+ * before it go to the kernel first.  A REMOVE that takes nothing (it fails,
+ * or its group holds no buffer) changes nothing to undo, and going alone
+ * would let the task work of what precedes it (a failed chain's members)
+ * post before its CQE, which the kernel posts with the batch. */
+static int rewrite_barrier(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	return sqe->opcode == IORING_OP_REMOVE_BUFFERS || cancels_all_by_user_data(sqe);
+	if (sqe->opcode == IORING_OP_REMOVE_BUFFERS)
+		return !rewrite_submit_error(r, sqe) && group_available(r, sqe->buf_group);
+	return cancels_all_by_user_data(sqe);
 }
 
 static int rewrite_probe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)

@@ -50,7 +50,7 @@ struct ring_hooks {
 	 * table answers it): 1 to leave it, and what follows, where it is. */
 	int (*foreign)(struct ring *r, const struct io_uring_cqe *cqe);
 	/* Would this SQE have to go to the kernel alone, after what precedes it? */
-	int (*barrier)(const struct io_uring_sqe *sqe);
+	int (*barrier)(struct ring *r, const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
 	int (*probe)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	/* The error the kernel gives this SQE at submission, as far as bufsel

@@ -81,7 +81,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	} else if (r->hooks && r->hooks->wants(src)) {
 		/* A barrier inside a chain waits behind a sentinel anyway; handing
 		 * the chain's start to the kernel alone would cut the link. */
-		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(src)) {
+		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(r, src)) {
 			st->linked = in_chain;
 			r->x->drain_disabled = drain_was;	/* not seen by the kernel yet */
 			return -1;

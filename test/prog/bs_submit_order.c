@@ -52,6 +52,11 @@
  * - A multishot RECV on a datagram socket retries at once after a CQE: a
  *   group it emptied ends it with -ENOBUFS, though a PROVIDE_BUFFERS behind
  *   it in the same batch refills the group a moment later.
+ * - A REMOVE_BUFFERS behind a chain that fails at prep posts its CQE with
+ *   the batch's, before the chain's members (io_fail_links runs them as
+ *   task work); a drained PROVIDE_BUFFERS with IOSQE_BUFFER_SELECT once
+ *   drains are off fails with -EOPNOTSUPP, and a SEND with POLL_FIRST and
+ *   MSG_DONTWAIT with -EAGAIN before it selects a buffer.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -285,6 +290,14 @@ int main(void)
 	drain_after_nop(&g, IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT, 46, 1, 2, 47);
 	note("NOP with CQE_SKIP_SUCCESS alone, then a drained PROVIDE_BUFFERS");
 	drain_after_nop(&g, IOSQE_CQE_SKIP_SUCCESS, 44, 0, 1, 45);
+	note("drains off, a PROVIDE_BUFFERS with IOSQE_BUFFER_SELECT and IOSQE_IO_DRAIN, alone and linking "
+	     "at the batch's end: -EOPNOTSUPP either way");
+	for (uint8_t link = 0; link <= IOSQE_IO_LINK; link += IOSQE_IO_LINK) {
+		sqe = get_sqe(&ring);
+		prep_provide_arena(sqe, &g, 7, 3, 1);
+		sqe->flags |= IOSQE_BUFFER_SELECT | IOSQE_IO_DRAIN | link;
+		run_one(&ring, sqe, link ? 101 : 93, NULL);
+	}
 	io_uring_queue_exit(&ring);
 
 	ret = io_uring_queue_init(8, &ring, 0);
@@ -458,6 +471,35 @@ int main(void)
 	reap_show_sorted(&ring, 3, &g);
 	close(dg[0]);
 	close(dg[1]);
+
+	note("a chain that fails at prep, then a REMOVE_BUFFERS of a group with no buffer, in one batch: "
+	     "the chain's head and the REMOVE post with the batch, the chain's member after (task work)");
+	sqe = recv_sel(p[0], 13, 0x8, 94);
+	sqe->flags |= IOSQE_IO_LINK;
+	nop(95);
+	sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 1, 13);
+	sqe->user_data = 96;
+	submit_expect(&ring, 3);
+	reap_show(&ring, 3, NULL);
+
+	note("SEND with IORING_RECVSEND_POLL_FIRST and MSG_DONTWAIT: -EAGAIN before any buffer is selected, "
+	     "the group's buffer is still there for the next SEND, and a group that does not exist is no error");
+	provide(&ring, &g, 14, 0, 1, 97);
+	memcpy(arena_buf(&g, 0), "0123456789abcdef", 16);
+	for (unsigned bgid = 14; bgid <= 15; bgid++) {
+		sqe = get_sqe(&ring);
+		io_uring_prep_send(sqe, sv[1], NULL, 0, MSG_DONTWAIT);
+		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->buf_group = (__u16)bgid;
+		sqe->ioprio = IORING_RECVSEND_POLL_FIRST;
+		run_one(&ring, sqe, 84 + bgid, NULL);
+	}
+	sqe = get_sqe(&ring);
+	io_uring_prep_send(sqe, sv[1], NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 14;
+	run_one(&ring, sqe, 100, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
