@@ -533,6 +533,9 @@ static int cannot_poll(int fd)
 	return err == -EPERM;
 }
 
+/* The SQE flags io_init_req turns into REQ_F_FORCE_ASYNC. */
+#define FORCED_ASYNC (IOSQE_ASYNC | IOSQE_IO_DRAIN)
+
 static int polls_first(const struct io_uring_sqe *sqe)
 {
 	return sqe->opcode == IORING_OP_RECV && (sqe->ioprio & IORING_RECVSEND_POLL_FIRST);
@@ -547,8 +550,9 @@ static int polling_without_waiting(const struct io_uring_sqe *sqe)
 
 /* The same for a single-shot receive on a file that cannot poll
  * (io_arm_poll_handler refuses it, and io-wq's attempt is -EAGAIN again),
- * and from io-wq (IOSQE_ASYNC, or the head of a chain the batch leaves
- * open), which arms a poll only for IOSQE_ASYNC (io_wq_submit_work's
+ * and from io-wq (IOSQE_ASYNC or IOSQE_IO_DRAIN, or the head of a chain the
+ * batch leaves open), which arms a poll only for the first two, which
+ * io_init_req marks REQ_F_FORCE_ASYNC (io_wq_submit_work's
  * needs_poll): otherwise the first attempt's -EAGAIN, which POLL_FIRST
  * makes before anything is read, is final.  (A multishot one io-wq polls
  * for itself.) */
@@ -558,7 +562,7 @@ static int poll_first_ends_at_once(const struct ring *r, const struct io_uring_s
 		return 1;
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST))
 		return 0;
-	if (r->to_wq && !(sqe->flags & IOSQE_ASYNC))
+	if (r->to_wq && !(sqe->flags & FORCED_ASYNC))
 		return 1;
 	/* A socket always polls: one getsockopt, no probe fd (which would
 	 * take a number the program's next open might get natively). */

@@ -21,7 +21,8 @@
  *   with -EINVAL (a buffer consumed) once a CQE is there.
  * - A multishot receive issued from io-wq (IOSQE_ASYNC, or the head of a
  *   chain the batch leaves open: io_queue_sqe_fallback) on a file that
- *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK; on
+ *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK (a
+ *   drained one too: io_init_req forces it to io-wq); on
  *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
  *   It polls before any attempt: on an idle socket with no such group, with
  *   MSG_DONTWAIT too, it waits, and fails with -ENOBUFS when data comes.
@@ -258,8 +259,9 @@ int main(void)
 	if (tf < 0)
 		die("O_TMPFILE: %s", strerror(errno));
 	write_all(tf, "abc", 3);
-	note("multishot RECV and RECVMSG on a regular file: inline, linked at the batch's end, IOSQE_ASYNC");
-	for (int k = 0; k < 6; k++) {
+	note("multishot RECV and RECVMSG on a regular file: inline, linked at the batch's end, IOSQE_ASYNC, "
+	     "IOSQE_IO_DRAIN");
+	for (int k = 0; k < 8; k++) {
 		if (k & 1) {
 			sqe = get_sqe(&ring);
 			io_uring_prep_recvmsg(sqe, tf, &mh, 0);
@@ -269,8 +271,8 @@ int main(void)
 			sqe = prep_recv_sel(&ring, tf, 0, 0, 6, 0);
 		}
 		sqe->ioprio = IORING_RECV_MULTISHOT;
-		sqe->flags |= k >= 4 ? IOSQE_ASYNC : k >= 2 ? IOSQE_IO_LINK : 0;
-		run_one(&ring, sqe, 33 + k, NULL);
+		sqe->flags |= k >= 6 ? IOSQE_IO_DRAIN : k >= 4 ? IOSQE_ASYNC : k >= 2 ? IOSQE_IO_LINK : 0;
+		run_one(&ring, sqe, k < 6 ? 33 + (unsigned)k : 96 + (unsigned)k, NULL);
 	}
 	note("multishot RECV on an empty pipe with IOSQE_ASYNC: it polls, then fails when data comes");
 	sqe = prep_recv_sel(&ring, p[0], 0, 0, 6, 39);
