@@ -14,7 +14,8 @@
  *   enter <k> submit=<n> min=<m> flags=<f> -> <ret> head=+<d>
  *   cqe ud=<i> res=<r> flags=<f> [buf=<bid>]           sorted by ud (see below)
  *   end ops=<sqes written> cqes=<n> bufs=<n>
- * With --verbose, "# sqe ..." lines show the bytes of every SQE written.
+ * With --verbose, "# sqe <n> @<index>: ..." lines show the bytes of every SQE
+ * written and the SQE array slot it went to.
  *
  * Everything is a function of the seed: the SQE bytes, the fds (made afresh
  * for each seed, so their numbers repeat), the memory (an arena at a fixed
@@ -431,7 +432,7 @@ static void run_seed(uint64_t seed)
 				ring.sq.array[slot] = (unsigned)(sqe - ring.sq.sqes);
 			if (verbose) {
 				const uint8_t *b = (const uint8_t *)sqe;
-				out("# sqe %u:", 1 + nsqes);
+				out("# sqe %u @%u:", 1 + nsqes, (unsigned)(sqe - ring.sq.sqes));
 				for (int i = 0; i < 64; i++)
 					out("%s%02x", i % 8 ? "" : " ", b[i]);
 				out("\n");
