@@ -710,7 +710,7 @@ static int net_kernel_prep(const struct io_uring_sqe *sqe, const struct opdef *d
 	if (def->select == SELECT_WHEN_READABLE && sqe->addr2)
 		return -EINVAL;
 	if (def->len_int && (int32_t)sqe->len < 0)
-		return def->send_addr ? 0 : -EINVAL;	/* a SEND's: the kernel's to judge */
+		return -EINVAL;	/* io_sendmsg_prep too, before the address */
 	int res = net_prep_check(sqe, def);
 	if (res)
 		return res;

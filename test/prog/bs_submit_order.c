@@ -34,7 +34,8 @@
  * - A chain fails whole when a member the kernel runs fails its prep: a
  *   READ or RECV whose range is not the user's, a READV whose iovec cannot
  *   be read or has a negative length, a RECVMSG whose msghdr cannot be read
- *   or has too many iovecs (-EFAULT, -EINVAL, -EMSGSIZE): its
+ *   or has too many iovecs, a SEND whose length is negative as an int
+ *   (-EFAULT, -EINVAL, -EMSGSIZE): its
  *   PROVIDE_BUFFERS head never runs, and the batch stops there.
  * - io_msg_copy_hdr never reads msg_flags: a msghdr whose last word lies in
  *   an inaccessible page is no fault (a buffer-select RECVMSG on a group
@@ -309,15 +310,16 @@ int main(void)
 	static const char *const bad_member[] = {
 		"READ into a kernel address", "READV with an unreadable iovec", "READV with a negative length",
 		"RECV into a kernel address", "RECVMSG with an unreadable msghdr",
-		"RECVMSG with 2000 iovecs",
+		"RECVMSG with 2000 iovecs", "SEND with a negative length",
 	};
 	struct msghdr many = { .msg_iov = &bad_iov, .msg_iovlen = 2000 };
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 7; k++) {
+		unsigned long long ud = k < 6 ? 46 + 3 * (unsigned)k : 104;
 		note("PROVIDE_BUFFERS linked to a %s, then a NOP", bad_member[k]);
 		sqe = get_sqe(&ring);
 		prep_provide_arena(sqe, &g, 8, 0, 1);
 		sqe->flags |= IOSQE_IO_LINK;
-		sqe->user_data = 46 + 3 * k;
+		sqe->user_data = ud;
 		sqe = get_sqe(&ring);
 		if (k == 0)
 			io_uring_prep_read(sqe, p[0], (void *)0xffff888000001000ULL, 16, 0);
@@ -325,10 +327,12 @@ int main(void)
 			io_uring_prep_readv(sqe, p[0], k == 1 ? (struct iovec *)8 : &bad_iov, 1, 0);
 		else if (k == 3)
 			io_uring_prep_recv(sqe, sv[0], (void *)0xffff888000001000ULL, 16, 0);
-		else
+		else if (k < 6)
 			io_uring_prep_recvmsg(sqe, sv[0], k == 4 ? (struct msghdr *)8 : &many, 0);
-		sqe->user_data = 47 + 3 * k;
-		nop(48 + 3 * k);
+		else
+			io_uring_prep_send(sqe, sv[0], got, 0x98987590u, 0);
+		sqe->user_data = ud + 1;
+		nop(ud + 2);
 		show_submit("chain");
 		reap_show_sorted(&ring, 2, NULL);
 		show_submit("rest");
