@@ -29,8 +29,10 @@ static long real_enter(struct ring *r, unsigned to_submit, unsigned min_complete
 }
 
 /* Returns the number of SQEs the kernel took, or -errno; *wait is cleared
- * when the kernel's rules say this enter must not wait. */
-static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int *wait)
+ * when the kernel's rules say this enter must not wait, *ran_tw set when the
+ * kernel ran a DEFER_TASKRUN ring's task work after them. */
+static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, const void *argp, size_t argsz,
+			 int *wait, int *ran_tw)
 {
 	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
 	struct submit_batch b;
@@ -70,8 +72,18 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, int
 	/* One enter takes at most what the SQ held when it began
 	 * (io_sqring_entries), however many parts bufsel splits it in. */
 	unsigned n = b.n;
+	/* DEFER_TASKRUN: an enter that waits runs the ring's task work right
+	 * after its SQEs (io_run_local_work_locked) and again as its wait
+	 * begins, a chain's next link in each pass.  The last part of the
+	 * batch carries the program's GETEVENTS, with min_complete 0, so that
+	 * both passes come between the same SQEs as natively. */
+	int tw = (r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && (flags & IORING_ENTER_GETEVENTS);
 	for (;;) {
-		ret = b.copied ? real_enter(r, b.copied, 0, 0, NULL, 0) : 0;
+		int getevents = tw && !b.barrier;
+		ret = b.copied ? real_enter(r, b.copied, 0, getevents ? flags & ~ENTER_SUBMIT_FLAGS : 0,
+					    getevents ? argp : NULL, getevents ? argsz : 0)
+			       : 0;
+		*ran_tw = getevents && ret == (long)b.copied && b.copied;
 		total += submit_finish(r, &b, ret);
 		/* An SQE that must reach the kernel alone ended this part of the
 		 * batch: go on with the rest, as one enter does natively. */
@@ -162,7 +174,7 @@ static const void *left_arg(unsigned flags, const void *argp, size_t argsz, cons
 }
 
 static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, const void *argp,
-		       size_t argsz)
+		       size_t argsz, int ran_tw)
 {
 	struct io_uring_getevents_arg lga;
 	struct __kernel_timespec lts;
@@ -202,7 +214,8 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			return ret < 0 ? ret : 0;
 		}
 		if (!min_complete) {
-			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
+			/* The submission's enter made this one's pass already. */
+			ret = ran_tw ? 0 : real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
 		} else {
 			/* A CQE bufsel consumes (a poll standing in for a receive)
 			 * counts in the kernel's wait, and what it releases reaches
@@ -280,13 +293,14 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	if (r->hooks && !sqpoll && !(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) &&
 	    __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED))
 		complete_reap_follow(r);
+	int ran_tw = 0;
 	if (to_submit || sqpoll) {
-		ret = enter_submit(r, to_submit, flags, &wait);
+		ret = enter_submit(r, to_submit, flags, argp, argsz, &wait, &ran_tw);
 		if (ret < 0)
 			wait = 0;
 	}
 	if (wait) {
-		long w = enter_wait(r, min_complete, flags, argp, argsz);
+		long w = enter_wait(r, min_complete, flags, argp, argsz, ran_tw);
 		if (!ret)
 			ret = w;
 	} else {

@@ -4,7 +4,8 @@
  * GETEVENTS. NOPs, a pipe read made ready by a plain write, file write/read,
  * and io_uring_get_events (enter with GETEVENTS and nothing to wait for).
  * A second thread entering the ring must get -EEXIST (SINGLE_ISSUER): bufsel
- * must not make the kernel see its own thread as the issuer.
+ * must not make the kernel see its own thread as the issuer.  Chains of
+ * linked NOPs show how many task-work passes an enter makes.
  */
 #include "test/prog/cqe_print.h"
 
@@ -82,6 +83,28 @@ int main(void)
 	note("other thread's submit returned %d", other_ret);
 	note("owner's submit returned %d", io_uring_submit(&ring));
 	reap_print(&ring, 1);
+
+	/* An enter that submits and waits runs the task work twice (after the
+	 * SQEs, and as its wait begins), one that only waits once: a chain's
+	 * next link comes in each pass. */
+	for (unsigned n = 1; n <= 5; n++) {
+		for (unsigned i = 0; i < n; i++) {
+			sqe = get_sqe(&ring);
+			io_uring_prep_nop(sqe);
+			sqe->flags |= i + 1 < n ? IOSQE_IO_LINK : 0;
+			sqe->user_data = 30 + 10 * n + i;
+		}
+		ret = io_uring_submit_and_get_events(&ring);
+		note("chain of %u linked NOPs: submit_and_get_events returned %d, %u CQEs", n, ret,
+		     io_uring_cq_ready(&ring));
+		reap_print(&ring, io_uring_cq_ready(&ring));
+		io_uring_get_events(&ring);
+		note("after get_events: %u CQEs", io_uring_cq_ready(&ring));
+		reap_print(&ring, io_uring_cq_ready(&ring));
+		io_uring_get_events(&ring);
+		io_uring_get_events(&ring);
+		reap_print(&ring, io_uring_cq_ready(&ring));
+	}
 
 	close(fd);
 	close(pp[0]);
