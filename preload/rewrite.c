@@ -1213,7 +1213,11 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	 * holds it until then (multi_end in completion.c). */
 	uint8_t links = sqe->flags & SQE_LINK_FLAGS;
 	q->flags |= (links ? REQ_LINKED : 0) | (links & IOSQE_IO_HARDLINK ? REQ_HARDLINK : 0);
+	/* The first step is the program's SQE to the kernel: drained, it
+	 * waits for what came before, and what comes after waits for it. */
+	uint8_t drain = sqe->flags & IOSQE_IO_DRAIN;
 	*sqe = q->next;
+	sqe->flags |= drain;
 	u->kind = q->receiving ? UNDO_SELECT : UNDO_REQ;
 	u->req = q;
 	return links ? q : NULL;

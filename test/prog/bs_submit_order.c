@@ -59,6 +59,8 @@
  *   task work); a drained PROVIDE_BUFFERS with IOSQE_BUFFER_SELECT once
  *   drains are off fails with -EOPNOTSUPP, and a SEND with POLL_FIRST and
  *   MSG_DONTWAIT with -EAGAIN before it selects a buffer.
+ * - A drained multishot RECV that waits holds every later request: the
+ *   drain is the kernel's to keep, not only the receive's first step.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -507,5 +509,28 @@ int main(void)
 	sqe->buf_group = 14;
 	run_one(&ring, sqe, 100, NULL);
 	io_uring_queue_exit(&ring);
+
+	for (int k = 0; k < 2; k++) {
+		ret = io_uring_queue_init(8, &ring, 0);
+		if (ret < 0)
+			die("queue_init: %s", strerror(-ret));
+		note("a drained multishot RECV that waits (on %s), then a buffer-select READ on a group that "
+		     "does not exist and a NOP: both wait behind it", k ? "an idle socket" : "a pipe's write end");
+		provide(&ring, &g, 16, 0, 1, 107);
+		int idle[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, idle))
+			die("socketpair: %s", strerror(errno));
+		sqe = prep_recv_sel(&ring, k ? idle[0] : p[1], 0, 0, 16, 108);
+		sqe->ioprio = IORING_RECV_MULTISHOT;
+		sqe->flags |= IOSQE_IO_DRAIN;
+		submit_expect(&ring, 1);
+		prep_read_sel(&ring, sv[0], 0, 17, 0, 109);
+		nop(110);
+		submit_expect(&ring, 2);
+		expect_pending(&ring, "READ and NOP behind the drain");
+		io_uring_queue_exit(&ring);
+		close(idle[0]);
+		close(idle[1]);
+	}
 	return 0;
 }
