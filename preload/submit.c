@@ -137,6 +137,9 @@ static unsigned chain_ahead(struct ring *r, unsigned head, unsigned i, unsigned 
 	unsigned k = 0;
 	*fails = 0;
 	*open = 0;
+	/* io_init_req turns drains off at a member with IOSQE_CQE_SKIP_SUCCESS,
+	 * before it checks that member's drain and those of the rest. */
+	int drain_was = r->x->drain_disabled;
 	while (k < CHAIN_AHEAD) {
 		unsigned idx = i + k < n ? sq_index(s, head, i + k) : s->sq_entries;
 		if (idx >= s->sq_entries) {
@@ -147,10 +150,13 @@ static unsigned chain_ahead(struct ring *r, unsigned head, unsigned i, unsigned 
 		}
 		memcpy(&ahead[k], &s->sqes[idx], sizeof(ahead[k]));
 		__asm__ volatile("" ::: "memory");
+		if (opdef_skip_disables_drain(&ahead[k]))
+			r->x->drain_disabled = 1;
 		*fails |= r->hooks->submit_error(r, &ahead[k]) != 0;
 		if (!(ahead[k++].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)))
 			break;
 	}
+	r->x->drain_disabled = drain_was;
 	return k;
 }
 

@@ -61,6 +61,8 @@
  *   MSG_DONTWAIT with -EAGAIN before it selects a buffer.
  * - A drained multishot RECV that waits holds every later request: the
  *   drain is the kernel's to keep, not only the receive's first step.
+ * - A chain member with IOSQE_CQE_SKIP_SUCCESS turns drains off for the
+ *   members after it: a drained one fails the chain at submission.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -532,5 +534,27 @@ int main(void)
 		close(idle[0]);
 		close(idle[1]);
 	}
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	note("a chain: PROVIDE_BUFFERS with IOSQE_CQE_SKIP_SUCCESS, then a drained PROVIDE_BUFFERS, then a NOP: "
+	     "the first member turned drains off, the second fails (-EOPNOTSUPP), the chain with it, the batch stops");
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 18, 0, 1);
+	sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+	sqe->user_data = 111;
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &g, 18, 1, 1);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	sqe->user_data = 112;
+	nop(113);
+	show_submit("chain");
+	reap_show(&ring, 1, NULL);	/* the skip hides the cancelled head's CQE */
+	show_submit("rest");
+	reap_show(&ring, 1, NULL);
+	note("group 18 is empty");
+	run_one(&ring, prep_read_sel(&ring, p[0], 0, 18, 0, 114), 114, NULL);
+	io_uring_queue_exit(&ring);
 	return 0;
 }
