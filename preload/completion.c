@@ -425,7 +425,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			}
 			/* The retry found the group as the receive left it: a
 			 * PROVIDE the program submitted since came too late. */
-			if (q->drained) {
+			if (q->emptied) {
 				q->cflags = 0;
 				res = -ENOBUFS;
 				goto end;
@@ -531,7 +531,7 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	cqe->flags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
-	if (res <= 0 || q->last) {
+	if (res <= 0 || q->emptied) {
 		complete_post(r, cqe);
 		multi_end(r, q, res);
 		return 0;

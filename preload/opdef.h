@@ -66,6 +66,10 @@ const struct opdef *opdef_get(uint8_t opcode);
 /* Does the kernel know the opcode (else -EINVAL in io_init_req)? */
 int opdef_known(uint8_t opcode);
 
+/* The SQE flags io_init_req turns into REQ_F_FORCE_ASYNC (a drained SQE is
+ * forced async too): such a request is issued from io-wq. */
+#define FORCED_ASYNC (IOSQE_ASYNC | IOSQE_IO_DRAIN)
+
 /* io_init_req turns IOSQE_IO_DRAIN off for the ring on an SQE with
  * IOSQE_CQE_SKIP_SUCCESS only past its opcode, flags and buffer-select
  * checks: does this SQE get there with the flag? */

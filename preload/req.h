@@ -102,8 +102,8 @@ struct req {
 					 * what is left queued (datagrams): the kernel tries
 					 * again at once after every CQE */
 	uint8_t loops;			/* RECV_MULTI, MSG_DONTWAIT: receives in a row */
-	uint8_t last;			/* SEND_BUNDLE: its selection emptied the group */
-	uint8_t drained;		/* RECV_MULTI: its receive's selection emptied the group */
+	uint8_t emptied;		/* SEND_BUNDLE, RECV_MULTI: its latest selection emptied
+					 * the group (the kernel's REQ_F_BL_EMPTY) */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */
 	struct req *timeout;		/* RECV_WAIT/SEL: its LINK_TIMEOUT request */
 	struct io_uring_sqe *poll_slot;	/* RECV_WAIT: its POLL_ADD's real slot, while the batch drains */

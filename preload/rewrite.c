@@ -533,9 +533,6 @@ static int cannot_poll(int fd)
 	return err == -EPERM;
 }
 
-/* The SQE flags io_init_req turns into REQ_F_FORCE_ASYNC. */
-#define FORCED_ASYNC (IOSQE_ASYNC | IOSQE_IO_DRAIN)
-
 static int polls_first(const struct io_uring_sqe *sqe)
 {
 	return sqe->opcode == IORING_OP_RECV && (sqe->ioprio & IORING_RECVSEND_POLL_FIRST);
@@ -1042,7 +1039,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
 	/* The kernel's retry after this receive's CQE comes at once, before
 	 * anything the program submits next: the group as this leaves it. */
-	q->drained = !res && !pool_available(r->x->pool, q->orig.buf_group);
+	q->emptied = !res && !pool_available(r->x->pool, q->orig.buf_group);
 	if (!res && !q->buf.addr) {
 		if (opdef_get(q->orig.opcode)->null_putback) {
 			pool_putback(r->x->pool, &q->buf);
@@ -1235,7 +1232,7 @@ int rewrite_bundle_send(struct ring *r, struct req *q)
 	else if (res == -ENOBUFS && opdef_get(q->orig.opcode)->missing_enoent &&
 		 !pool_has_group(r->x->pool, q->orig.buf_group))
 		res = -ENOENT;	/* io_buffers_select finds no list */
-	q->last = !res && !pool_available(r->x->pool, q->orig.buf_group);
+	q->emptied = !res && !pool_available(r->x->pool, q->orig.buf_group);
 	spin_unlock(&r->x->pool_lock);
 	if (res)
 		return res;

@@ -65,7 +65,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q);
 /* rewrite_multi_recv after a poll: -ENOTSOCK first if the file is no socket. */
 int rewrite_multi_wake(struct ring *r, struct req *q);
 /* A bundle SEND's next step into q->next: a SEND on the group's next buffer
- * (q->last says whether that emptied the group); 0, or -ENOBUFS with
+ * (q->emptied says whether that emptied the group); 0, or -ENOBUFS with
  * q->cflags set if a NULL buffer was consumed. */
 int rewrite_bundle_send(struct ring *r, struct req *q);
 

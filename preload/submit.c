@@ -90,7 +90,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		/* io_queue_sqe_fallback: IOSQE_ASYNC, or the head of a chain
 		 * the batch leaves open, is issued from io-wq; so is a drained
 		 * SQE (io_init_req forces it async, io_drain_req queues it). */
-		r->to_wq = (src->flags & (IOSQE_ASYNC | IOSQE_IO_DRAIN)) ||
+		r->to_wq = (src->flags & FORCED_ASYNC) ||
 			   (!in_chain && st->linked && st->chain_open);
 		st->capture = r->hooks->rewrite(r, sqe, &r->undo[st->copied], in_chain);
 		if (st->capture && !st->linked)
