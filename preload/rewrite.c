@@ -1569,6 +1569,35 @@ static void retarget_timeout(struct ring *r, struct io_uring_sqe *sqe)
 	}
 }
 
+static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+				    struct rewrite_undo *u);
+
+/*
+ * An SQE the kernel hands to io-wq selects its buffer when a worker issues
+ * it, which is after the submitting task has gone through the rest of the
+ * batch: an inline READ behind it takes the group's first buffer, and a
+ * PROVIDE_BUFFERS behind it fills the group it reads from.  Not one whose
+ * selection decides what the SQEs after it do (a receive that would hold
+ * the rest of its chain), nor one with IOSQE_CQE_SKIP_SUCCESS, which turns
+ * the kernel's skip rule on as it is placed.
+ */
+static int selects_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (!r->to_wq || (sqe->flags & IOSQE_CQE_SKIP_SUCCESS))
+		return 0;
+	if (def->select == SELECT_AT_ISSUE)
+		return !def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE);
+	return def->select == SELECT_WHEN_READABLE && !(sqe->ioprio & IORING_RECV_MULTISHOT) &&
+	       !(sqe->flags & SQE_LINK_FLAGS);
+}
+
+static void rewrite_deferred(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	u->deferred = 0;
+	r->to_wq = 1;
+	select_by_opcode(r, sqe, opdef_get(sqe->opcode), u);
+}
+
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain)
 {
 	const struct opdef *def = opdef_get(sqe->opcode);
@@ -1626,6 +1655,16 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	}
 	if (!select)
 		return NULL;
+	if (selects_in_worker(r, sqe, def)) {
+		u->deferred = 1;
+		return NULL;
+	}
+	return select_by_opcode(r, sqe, def, u);
+}
+
+static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+				    struct rewrite_undo *u)
+{
 	switch (def->select) {
 	case SELECT_AT_ISSUE:
 		return select_issue(r, sqe, def, u);
@@ -1763,6 +1802,7 @@ const struct ring_hooks rewrite_hooks = {
 	.probe = rewrite_probe,
 	.submit_error = rewrite_submit_error,
 	.fail_member = rewrite_fail_member,
+	.deferred = rewrite_deferred,
 	.followup = rewrite_followup,
 	.counted = rewrite_counted,
 };

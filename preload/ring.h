@@ -60,6 +60,9 @@ struct ring_hooks {
 	/* An SQE of a chain that fails at submission: rewritten so that the
 	 * kernel fails or cancels it with the chain, and nothing runs. */
 	void (*fail_member)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
+	/* An SQE bound for io-wq whose rewrite set u->deferred: its buffer is
+	 * selected now, at the end of its batch, where a worker would. */
+	void (*deferred)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 	/* Work the completion path queued that needs the SQ (outside cq_lock
 	 * and sq_lock); unattended: only what the mover may issue. */
 	void (*followup)(struct ring *r, int unattended);
@@ -149,6 +152,8 @@ struct ring_shared {
 				 * shadow's overflow counter, as the kernel counts its own */
 	int drain_disabled;	/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;	/* and the kernel has seen such an SQE too */
+	int drain_active;	/* the kernel's drain_active, as far as bufsel can tell:
+				 * the request after a drained one is forced async */
 	unsigned flags_own;	/* the SQ flag bits bufsel owns on a flags_shared ring (cq_lock) */
 
 	/*

@@ -63,6 +63,12 @@
  *   drain is the kernel's to keep, not only the receive's first step.
  * - A chain member with IOSQE_CQE_SKIP_SUCCESS turns drains off for the
  *   members after it: a drained one fails the chain at submission.
+ * - A request issued from io-wq selects its buffer when a worker issues it,
+ *   after the submitting task went through the rest of the batch: an
+ *   IOSQE_ASYNC READ leaves the group's first buffer to an inline READ
+ *   behind it, and finds the buffer a PROVIDE_BUFFERS behind it gave.  The
+ *   request after a drained one is forced async too (io_init_req, while
+ *   the drain is active), in the next batch as well.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -555,6 +561,56 @@ int main(void)
 	reap_show(&ring, 1, NULL);
 	note("group 18 is empty");
 	run_one(&ring, prep_read_sel(&ring, p[0], 0, 18, 0, 114), 114, NULL);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	int a[2], b[2];
+	if (pipe(a) || pipe(b))
+		die("pipe: %s", strerror(errno));
+	struct arena w = arena_new(8, 8);
+	note("a READ with IOSQE_ASYNC, then an inline READ, in one batch: the inline one takes the first buffer "
+	     "(a worker selects after the batch)");
+	provide(&ring, &w, 19, 0, 2, 115);
+	write_all(a[1], "async", 5);
+	write_all(b[1], "inline", 6);
+	prep_read_sel(&ring, a[0], 0, 19, 0, 116)->flags |= IOSQE_ASYNC;
+	prep_read_sel(&ring, b[0], 0, 19, 0, 117);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, &w);
+	note("a READ with IOSQE_ASYNC on an empty group, then a PROVIDE_BUFFERS to it: the READ gets the buffer");
+	write_all(a[1], "later", 5);
+	prep_read_sel(&ring, a[0], 0, 20, 0, 118)->flags |= IOSQE_ASYNC;
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &w, 20, 2, 1);
+	sqe->user_data = 119;
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, &w);
+	note("a drained NOP alone, then two READs: the first, behind the drain, is forced async, "
+	     "and the second takes the first buffer");
+	provide(&ring, &w, 21, 3, 2, 120);
+	sqe = get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	run_one(&ring, sqe, 121, NULL);
+	write_all(a[1], "first", 5);
+	write_all(b[1], "second", 6);
+	prep_read_sel(&ring, a[0], 0, 21, 0, 122);
+	prep_read_sel(&ring, b[0], 0, 21, 0, 123);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, &w);
+	note("a drained READ, then a RECV: both go to io-wq, in that order");
+	provide(&ring, &w, 22, 5, 2, 124);
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
+		die("socketpair: %s", strerror(errno));
+	write_all(a[1], "drain", 5);
+	write_all(sp[1], "recv", 4);
+	prep_read_sel(&ring, a[0], 0, 22, 0, 125)->flags |= IOSQE_IO_DRAIN;
+	prep_recv_sel(&ring, sp[0], 0, 0, 22, 126);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, &w);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
