@@ -191,16 +191,32 @@ void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a)
 	trim(g, a);
 }
 
-uint32_t group_remove(struct group *g, uint32_t nbufs, const struct pool_allocator *a)
+uint32_t group_remove(struct group *g, uint32_t nbufs, struct pool_slot *kept, const struct pool_allocator *a)
 {
 	uint32_t k = nbufs < g->count ? nbufs : g->count;
 	if (!k)
 		return 0;
+	for (uint32_t i = 0; kept && i < k; i++)
+		kept[i] = g->slots[(g->head + i) & mask(g)];
 	g->head = (g->head + k) & mask(g);
 	g->count -= k;
 	g->removed += k;
 	trim(g, a);
 	return k;
+}
+
+int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, const struct pool_allocator *a)
+{
+	/* reserve may move the deque: the head is read after it. */
+	int ret = reserve(g, (uint64_t)g->count + g->in_use + k, a);
+	if (ret)
+		return ret;
+	g->head = (g->head - k) & mask(g);
+	for (uint32_t i = 0; i < k; i++)
+		g->slots[(g->head + i) & mask(g)] = kept[i];
+	g->count += k;
+	g->removed -= k;
+	return 0;
 }
 
 static int refuse(struct group *g, uint64_t *reason)

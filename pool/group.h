@@ -79,8 +79,12 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 /* Takes the last k added (at most all held) back off the tail of a legacy
  * group, as if they had never been provided. */
 void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a);
-/* Removes up to nbufs from the head of a legacy group; returns how many. */
-uint32_t group_remove(struct group *g, uint32_t nbufs, const struct pool_allocator *a);
+/* Removes up to nbufs from the head of a legacy group; returns how many.
+ * kept (or NULL): room for that many, which get the removed slots in order. */
+uint32_t group_remove(struct group *g, uint32_t nbufs, struct pool_slot *kept, const struct pool_allocator *a);
+/* Puts k slots group_remove kept back at the head, in their order, as if
+ * the removal had never been: 0, or -ENOMEM with nothing changed. */
+int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, const struct pool_allocator *a);
 /* Head of a legacy group, its len clamped to the policy's max_len: 0 or
  * -ENOBUFS (empty, capped or injected, in that order). */
 int group_select(struct group *g, struct pool_buf *out);

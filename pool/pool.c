@@ -163,7 +163,8 @@ void pool_provide_undo(struct pool *p, uint16_t bgid, uint32_t added, int create
 	}
 }
 
-int pool_remove(struct pool *p, const struct pool_remove *r)
+/* kept: NULL, or where to keep what the removal took. */
+static int remove_bufs(struct pool *p, const struct pool_remove *r, struct pool_kept *kept)
 {
 	int ret = pool_remove_prep(r);
 	if (ret)
@@ -173,7 +174,36 @@ int pool_remove(struct pool *p, const struct pool_remove *r)
 		return -ENOENT;
 	if (g->kind == GROUP_RING)
 		return -EINVAL;
-	return (int)group_remove(g, (uint32_t)r->nbufs, &p->a);
+	uint32_t k = (uint32_t)r->nbufs < g->count ? (uint32_t)r->nbufs : g->count;
+	if (kept && k && (kept->slots = pool_alloc(&p->a, (size_t)k * sizeof(struct pool_slot))))
+		kept->n = k;
+	return (int)group_remove(g, (uint32_t)r->nbufs, kept ? kept->slots : NULL, &p->a);
+}
+
+int pool_remove(struct pool *p, const struct pool_remove *r)
+{
+	return remove_bufs(p, r, NULL);
+}
+
+int pool_remove_kept(struct pool *p, const struct pool_remove *r, struct pool_kept *kept)
+{
+	*kept = (struct pool_kept){ .bgid = r->bgid };
+	return remove_bufs(p, r, kept);
+}
+
+void pool_kept_free(struct pool *p, struct pool_kept *kept)
+{
+	if (kept->slots)
+		pool_free(&p->a, kept->slots, (size_t)kept->n * sizeof(struct pool_slot));
+	*kept = (struct pool_kept){ 0 };
+}
+
+void pool_remove_undo(struct pool *p, struct pool_kept *kept)
+{
+	struct group *g = table_get(p, kept->bgid);
+	if (kept->slots && g && g->kind == GROUP_LEGACY)
+		(void)group_unremove(g, kept->slots, kept->n, &p->a);
+	pool_kept_free(p, kept);
 }
 
 int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)

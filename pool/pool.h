@@ -175,6 +175,21 @@ void pool_provide_undo(struct pool *p, uint16_t bgid, uint32_t added, int create
 int pool_remove_prep(const struct pool_remove *r);
 /* The CQE's res: the number removed (oldest first), or -errno. */
 int pool_remove(struct pool *p, const struct pool_remove *r);
+/* What a pool_remove_kept took, until the kernel takes the SQE (or not). */
+struct pool_kept {
+	void *slots;		/* the pool's allocation, n slots; NULL: nothing kept */
+	uint32_t n;
+	uint16_t bgid;
+};
+/* pool_remove, keeping what it took so that pool_remove_undo can give it
+ * back: with no memory for that, it removes all the same (kept->slots NULL,
+ * the removal then cannot be undone). */
+int pool_remove_kept(struct pool *p, const struct pool_remove *r, struct pool_kept *kept);
+/* The kernel never saw the REMOVE: what it took is the group's head again.
+ * Undo in reverse order of submission, as pool_provide_undo.  Frees kept. */
+void pool_remove_undo(struct pool *p, struct pool_kept *kept);
+/* The kernel took the REMOVE: the removal stands.  Frees kept. */
+void pool_kept_free(struct pool *p, struct pool_kept *kept);
 
 /* Takes the head of group bgid: 0, or -ENOBUFS if the group is empty or is
  * not a legacy group (nonexistent or ring-mapped: a ring is the kernel's). */

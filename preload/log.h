@@ -38,6 +38,7 @@ enum log_once {
 	ONCE_RESIZE,		/* a resize bufsel could not follow (no memory) */
 	ONCE_REQ_SLOTS,		/* out of request slots */
 	ONCE_HOLD_NOMEM,	/* no memory to hold a chain */
+	ONCE_REMOVE_KEEP,	/* no memory to keep what a REMOVE took */
 	ONCE_HELD_NO_ROOM,	/* no room in the real SQ for a held chain */
 	ONCE_HELD_SHORT,	/* the kernel took part of a held chain */
 	ONCE_NO_PATCH,		/* the system refuses what site patching needs */

@@ -457,13 +457,18 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 	int res = init_check(r, sqe);
 	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
 		return;
+	struct pool_kept kept;
 	spin_lock(&r->x->pool_lock);
-	res = pool_remove(r->x->pool, &p);
+	res = pool_remove_kept(r->x->pool, &p, &kept);
 	spin_unlock(&r->x->pool_lock);
-	/* Removal cannot be undone, so the drain loop hands what precedes a
-	 * REMOVE to the kernel first (see rewrite_barrier). */
-	standin(r, sqe, res, res < 0 ? FAIL_AT_ISSUE : SUCCEED, u);
-	u->kind = UNDO_NONE;
+	if (res > 0 && !kept.slots)
+		log_once(BUFSEL_LOG_WARN, ONCE_REMOVE_KEEP,
+			 "out of memory keeping removed buffers: a REMOVE_BUFFERS the kernel does not take still removes");
+	/* Kept until the kernel takes the SQE: if it stops before, the
+	 * buffers are the group's head again (rewrite_undo). */
+	u->req = standin(r, sqe, res, res < 0 ? FAIL_AT_ISSUE : SUCCEED, u);
+	u->kind = UNDO_REMOVE;
+	u->kept = kept;
 }
 
 /* ---- buffer selection ---- */
@@ -1745,6 +1750,13 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		}
 		req_free(&r->reqs, u->req);
 		break;
+	case UNDO_REMOVE:
+		if (u->req)
+			req_free(&r->reqs, u->req);
+		spin_lock(&r->x->pool_lock);
+		pool_remove_undo(r->x->pool, &u->kept);
+		spin_unlock(&r->x->pool_lock);
+		break;
 	case UNDO_PROVIDE:
 		spin_lock(&r->x->pool_lock);
 		pool_provide_undo(r->x->pool, u->bgid, u->added, u->created);
@@ -1760,18 +1772,22 @@ void rewrite_commit(struct ring *r, struct rewrite_undo *u)
 {
 	if (u->kind == UNDO_SELECT && u->deliver)
 		pool_locked_consume(r, &u->buf);
+	if (u->kind == UNDO_REMOVE && u->kept.slots) {
+		spin_lock(&r->x->pool_lock);
+		pool_kept_free(r->x->pool, &u->kept);
+		spin_unlock(&r->x->pool_lock);
+	}
 	u->deliver = 0;
 }
 
 /* What cannot be undone if the kernel does not take the SQE: the SQEs
- * before it go to the kernel first.  A REMOVE that takes nothing (it fails,
- * or its group holds no buffer) changes nothing to undo, and going alone
- * would let the task work of what precedes it (a failed chain's members)
- * post before its CQE, which the kernel posts with the batch. */
+ * before it go to the kernel first.  Not a REMOVE_BUFFERS, which keeps
+ * what it took until then (going alone would let the task work of what
+ * precedes it, a failed chain's members, post before its CQE, which the
+ * kernel posts with the batch). */
 static int rewrite_barrier(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	if (sqe->opcode == IORING_OP_REMOVE_BUFFERS)
-		return !rewrite_submit_error(r, sqe) && group_available(r, sqe->buf_group);
+	(void)r;
 	return cancels_all_by_user_data(sqe);
 }
 

@@ -17,7 +17,7 @@ struct ring;
 struct req;
 struct ring_hooks;
 
-enum undo_kind { UNDO_NONE, UNDO_REQ, UNDO_SELECT, UNDO_PROVIDE };
+enum undo_kind { UNDO_NONE, UNDO_REQ, UNDO_SELECT, UNDO_PROVIDE, UNDO_REMOVE };
 
 /* How a stand-in SQE behaves in the kernel. */
 enum standin_class {
@@ -41,6 +41,7 @@ struct rewrite_undo {
 	/* Its selection waits for the end of the batch (rewrite_deferred). */
 	uint8_t deferred;
 	struct pool_buf buf;
+	struct pool_kept kept;	/* UNDO_REMOVE: what it took (req: its stand-in) */
 };
 
 /* Does this SQE need bufsel at all?  The fast test for the drain loop. */

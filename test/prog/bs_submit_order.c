@@ -69,6 +69,8 @@
  *   behind it, and finds the buffer a PROVIDE_BUFFERS behind it gave.  The
  *   request after a drained one is forced async too (io_init_req, while
  *   the drain is active), in the next batch as well.
+ * - A REMOVE_BUFFERS that takes buffers behind a chain that fails at issue
+ *   posts its CQE with the batch, before the chain's cancelled members.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -611,6 +613,27 @@ int main(void)
 	prep_recv_sel(&ring, sp[0], 0, 0, 22, 126);
 	submit_expect(&ring, 2);
 	reap_show_sorted(&ring, 2, &w);
+
+	note("a READ_FIXED with no registered buffer linked to a REMOVE_BUFFERS, then a REMOVE_BUFFERS of 2 of "
+	     "a group's 3, in one batch: the READ fails at issue, the second REMOVE posts with the batch, "
+	     "the first, cancelled, after it (task work)");
+	provide(&ring, &w, 23, 0, 3, 127);
+	sqe = get_sqe(&ring);
+	io_uring_prep_read_fixed(sqe, a[0], arena_buf(&w, 0), 4, 0, 0);
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 128;
+	sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 1, 23);
+	sqe->user_data = 129;
+	sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 2, 23);
+	sqe->user_data = 130;
+	submit_expect(&ring, 3);
+	reap_show(&ring, 3, NULL);
+	note("group 23 has bid 2 left");
+	write_all(a[1], "left", 4);
+	run_one(&ring, prep_read_sel(&ring, a[0], 0, 23, 0, 131), 131, &w);
+	run_one(&ring, prep_read_sel(&ring, a[0], 0, 23, 0, 132), 132, &w);
 	io_uring_queue_exit(&ring);
 	return 0;
 }

@@ -759,6 +759,65 @@ Test(pool, provide_undo_after_a_delivered_selection)
 	cr_assert(!exists(3));
 }
 
+/* A REMOVE the kernel did not take: what it removed is the head again, in
+ * its order, and the counters are as before it. */
+Test(pool, remove_undo_leaves_no_trace)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 5, 0), 0);
+	struct pool_buf a = take(1);
+	struct pool_group_stats s0 = stats(1);
+	struct pool_kept kept;
+	cr_assert_eq(pool_remove_kept(P, &(struct pool_remove){ .nbufs = 3, .bgid = 1 }, &kept), 3);
+	cr_assert_not_null(kept.slots);
+	cr_assert_eq(kept.n, 3);
+	/* a later SQE of the batch took one and gave it back (undone first) */
+	struct pool_buf b = take(1);
+	cr_assert_eq(b.bid, 4);
+	putback(&b);
+	pool_remove_undo(P, &kept);
+	cr_assert_null(kept.slots);
+	checked();
+	struct pool_group_stats s1 = stats(1);
+	cr_assert_eq(s1.available, s0.available);
+	cr_assert_eq(s1.removed, s0.removed);
+	for (uint16_t bid = 1; bid <= 4; bid++) {
+		struct pool_buf c = take(1);
+		cr_assert_eq(c.bid, bid);
+		cr_assert_eq(c.addr, 0x1000 + 8u * bid);
+		consume(&c);
+	}
+	consume(&a);
+	checked();
+}
+
+/* Undone after the group's deque moved (a provide made it grow), and a
+ * removal the kernel did take: the kept copy goes, the removal stands. */
+Test(pool, remove_undo_after_the_deque_moved)
+{
+	cr_assert_eq(provide(2, 0x1000, 8, 4, 0), 0);
+	struct pool_kept kept, took;
+	cr_assert_eq(pool_remove_kept(P, &(struct pool_remove){ .nbufs = 2, .bgid = 2 }, &kept), 2);
+	cr_assert_eq(provide(2, 0x9000, 8, 60, 100), 0);
+	pool_provide_undo(P, 2, 60, 0);
+	pool_remove_undo(P, &kept);
+	checked();
+	cr_assert_eq(stats(2).available, 4);
+	cr_assert_eq(pool_remove_kept(P, &(struct pool_remove){ .nbufs = 1, .bgid = 2 }, &took), 1);
+	pool_kept_free(P, &took);
+	cr_assert_null(took.slots);
+	struct pool_buf c = take(2);
+	cr_assert_eq(c.bid, 1);
+	consume(&c);
+	/* nothing to keep: a group with no buffer, or none at all */
+	cr_assert_eq(remove_n(2, 5), 2);
+	cr_assert_eq(pool_remove_kept(P, &(struct pool_remove){ .nbufs = 1, .bgid = 2 }, &kept), 0);
+	cr_assert_null(kept.slots);
+	pool_remove_undo(P, &kept);
+	cr_assert_eq(pool_remove_kept(P, &(struct pool_remove){ .nbufs = 1, .bgid = 9 }, &kept), -ENOENT);
+	pool_remove_undo(P, &kept);
+	checked();
+}
+
 static int stop_at_second(uint16_t bgid, const struct pool_group_stats *s, void *arg)
 {
 	(void)s;
