@@ -109,6 +109,19 @@ static void drain_after_nop(const struct arena *g, uint8_t flags, unsigned long 
 	run_one(&ring, sqe, ud, NULL);
 }
 
+/* In one batch, buffer-select READs of group bgid on pipes a and b (each
+ * with data), the first with more SQE flags: which buffer does each get? */
+static void read_pair(const int a[2], const int b[2], const struct arena *w, unsigned bgid, uint8_t first_flags,
+		      unsigned long long ud)
+{
+	write_all(a[1], "first", 5);
+	write_all(b[1], "second", 6);
+	prep_read_sel(&ring, a[0], 0, bgid, 0, ud)->flags |= first_flags;
+	prep_read_sel(&ring, b[0], 0, bgid, 0, ud + 1);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, w);
+}
+
 static void show_submit(const char *what)
 {
 	unsigned head0 = *ring.sq.khead;
@@ -575,12 +588,7 @@ int main(void)
 	note("a READ with IOSQE_ASYNC, then an inline READ, in one batch: the inline one takes the first buffer "
 	     "(a worker selects after the batch)");
 	provide(&ring, &w, 19, 0, 2, 115);
-	write_all(a[1], "async", 5);
-	write_all(b[1], "inline", 6);
-	prep_read_sel(&ring, a[0], 0, 19, 0, 116)->flags |= IOSQE_ASYNC;
-	prep_read_sel(&ring, b[0], 0, 19, 0, 117);
-	submit_expect(&ring, 2);
-	reap_show_sorted(&ring, 2, &w);
+	read_pair(a, b, &w, 19, IOSQE_ASYNC, 116);
 	note("a READ with IOSQE_ASYNC on an empty group, then a PROVIDE_BUFFERS to it: the READ gets the buffer");
 	write_all(a[1], "later", 5);
 	prep_read_sel(&ring, a[0], 0, 20, 0, 118)->flags |= IOSQE_ASYNC;
@@ -596,12 +604,7 @@ int main(void)
 	io_uring_prep_nop(sqe);
 	sqe->flags |= IOSQE_IO_DRAIN;
 	run_one(&ring, sqe, 121, NULL);
-	write_all(a[1], "first", 5);
-	write_all(b[1], "second", 6);
-	prep_read_sel(&ring, a[0], 0, 21, 0, 122);
-	prep_read_sel(&ring, b[0], 0, 21, 0, 123);
-	submit_expect(&ring, 2);
-	reap_show_sorted(&ring, 2, &w);
+	read_pair(a, b, &w, 21, 0, 122);
 	note("a drained READ, then a RECV: both go to io-wq, in that order");
 	provide(&ring, &w, 22, 5, 2, 124);
 	int sp[2];
