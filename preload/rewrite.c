@@ -1688,19 +1688,6 @@ static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, co
 	}
 }
 
-/*
- * A chain still linking when the batch ends has its head issued from io-wq
- * (io_submit_state_end), not inline: the sentinel that ends the kernel's
- * part of it links on, to nothing, so that the kernel sees the chain open
- * as the program left it.
- */
-static void rewrite_left_open(struct ring *r, void *capture, struct io_uring_sqe *sqe)
-{
-	const struct req *q = capture;
-	if (q->kind == REQ_SENTINEL && sqe->user_data == req_tag(&r->reqs, q))
-		sqe->flags |= IOSQE_IO_LINK;
-}
-
 static int rewrite_hold(struct ring *r, void *capture, struct io_uring_sqe *sqe,
 			struct rewrite_undo *u)
 {
@@ -1832,7 +1819,6 @@ const struct ring_hooks rewrite_hooks = {
 	.submit_error = rewrite_submit_error,
 	.fail_member = rewrite_fail_member,
 	.deferred = rewrite_deferred,
-	.left_open = rewrite_left_open,
 	.followup = rewrite_followup,
 	.counted = rewrite_counted,
 };

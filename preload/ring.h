@@ -63,9 +63,6 @@ struct ring_hooks {
 	/* An SQE bound for io-wq whose rewrite set u->deferred: its buffer is
 	 * selected now, at the end of its batch, where a worker would. */
 	void (*deferred)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
-	/* The batch ends with the chain the request capture holds still
-	 * linking; sqe is the last real SQE of that chain. */
-	void (*left_open)(struct ring *r, void *capture, struct io_uring_sqe *sqe);
 	/* Work the completion path queued that needs the SQ (outside cq_lock
 	 * and sq_lock); unattended: only what the mover may issue. */
 	void (*followup)(struct ring *r, int unattended);

@@ -275,8 +275,6 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 			r->prog_end[b->st.copied - 1] = b->prog;
 	}
 	b->copied = b->st.copied;
-	if (b->st.capture && b->st.linked && b->copied && r->hooks && r->hooks->left_open)
-		r->hooks->left_open(r, b->st.capture, &r->rsqes[(rtail + b->copied - 1) & r->rsq_mask]);
 	select_deferred(r, rtail, 0, b->copied);
 	atomic_store_explicit(r->rsq_tail, rtail + b->copied, memory_order_release);
 	if (sqpoll && n) {

@@ -5,9 +5,7 @@
  * and io_uring_get_events (enter with GETEVENTS and nothing to wait for).
  * A second thread entering the ring must get -EEXIST (SINGLE_ISSUER): bufsel
  * must not make the kernel see its own thread as the issuer.  Chains of
- * linked NOPs show how many task-work passes an enter makes.  The head of a
- * chain still linking at the end of a submission is issued from io-wq: a
- * failure there waits for task work too.
+ * linked NOPs show how many task-work passes an enter makes.
  */
 #include "test/prog/cqe_print.h"
 
@@ -107,23 +105,6 @@ int main(void)
 		io_uring_get_events(&ring);
 		reap_print(&ring, io_uring_cq_ready(&ring));
 	}
-
-	/* A chain still linking when the batch ends has its head issued from
-	 * io-wq (io_submit_state_end): a head that fails there posts through
-	 * task work, so nothing is in the CQ until the task runs it. */
-	note("a READ on a closed fd linked to a buffer-select READ, the chain still linking at the end");
-	sqe = get_sqe(&ring);
-	io_uring_prep_read(sqe, 200, buf, 4, 0);
-	sqe->flags |= IOSQE_IO_LINK;
-	sqe->user_data = 90;
-	sqe = get_sqe(&ring);
-	io_uring_prep_read(sqe, pp[0], NULL, 4, 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT | IOSQE_IO_LINK;
-	sqe->buf_group = 7;
-	sqe->user_data = 91;
-	submit_expect(&ring, 2);
-	note("after the submit: %u CQEs", io_uring_cq_ready(&ring));
-	reap_print_sorted(&ring, 2);
 
 	close(fd);
 	close(pp[0]);
