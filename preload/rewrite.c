@@ -1584,11 +1584,14 @@ static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, co
  * PROVIDE_BUFFERS behind it fills the group it reads from.  Not one whose
  * selection decides what the SQEs after it do (a receive that would hold
  * the rest of its chain), nor one with IOSQE_CQE_SKIP_SUCCESS, which turns
- * the kernel's skip rule on as it is placed.
+ * the kernel's skip rule on as it is placed, nor a drained one: behind a
+ * drain that waits, the SQEs after it wait too (the kernel forces them to
+ * io-wq while the drain is active) and issue in SQE order, so selecting in
+ * SQE order, now, is the closer answer.
  */
 static int selects_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
-	if (!r->to_wq || (sqe->flags & IOSQE_CQE_SKIP_SUCCESS))
+	if (!r->to_wq || (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
 		return 0;
 	if (def->select == SELECT_AT_ISSUE)
 		return !def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE);

@@ -34,7 +34,7 @@ struct rewrite_undo {
 	struct req *req;
 	/* The ring's state as it was before the SQE (submit.c): the kernel
 	 * disables drains and sees a skip only for SQEs it takes. */
-	uint8_t drain_was, skip_was, active_was;
+	uint8_t drain_was, skip_was;
 	/* UNDO_SELECT: buf is delivered once the kernel takes the SQE
 	 * (rewrite_commit), which may never post a CQE for it. */
 	uint8_t deliver;

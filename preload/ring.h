@@ -152,8 +152,6 @@ struct ring_shared {
 				 * shadow's overflow counter, as the kernel counts its own */
 	int drain_disabled;	/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;	/* and the kernel has seen such an SQE too */
-	int drain_active;	/* the kernel's drain_active, as far as bufsel can tell:
-				 * the request after a drained one is forced async */
 	unsigned flags_own;	/* the SQ flag bits bufsel owns on a flags_shared ring (cq_lock) */
 
 	/*

@@ -18,7 +18,6 @@ struct place_state {
 	void *capture;		/* a request taking the rest of the current chain */
 	int chain_fails;	/* the current chain fails at submission (submit_prepare) */
 	int chain_open;		/* the current chain still links at the batch's end */
-	int held;		/* SQEs a request held: the kernel saw them go by already */
 };
 
 struct submit_batch {

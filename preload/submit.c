@@ -50,23 +50,12 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
 	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
-	int drain_was = r->x->drain_disabled, skip_was = r->x->kernel_skip, active_was = r->x->drain_active;
+	int drain_was = r->x->drain_disabled, skip_was = r->x->kernel_skip;
 	if (opdef_skip_disables_drain(src))
 		r->x->drain_disabled = 1;
-	/* io_init_req forces every request async while a drain is active;
-	 * the first one not drained finds the drain behind it and ends it
-	 * (io_drain_req, when the drained request did not have to wait). */
-	int drain_forces = 0;
-	if (!st->held) {
-		if ((src->flags & IOSQE_IO_DRAIN) && !r->x->drain_disabled)
-			r->x->drain_active = 1;
-		else if (!in_chain && r->x->drain_active)
-			drain_forces = 1, r->x->drain_active = 0;
-	}
 	if (r->undo)
 		r->undo[st->copied] = (struct rewrite_undo){ .drain_was = (uint8_t)drain_was,
-							    .skip_was = (uint8_t)skip_was,
-							    .active_was = (uint8_t)active_was };
+							    .skip_was = (uint8_t)skip_was };
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
 	if (st->chain_fails) {
@@ -95,14 +84,13 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(r, src)) {
 			st->linked = in_chain;
 			r->x->drain_disabled = drain_was;	/* not seen by the kernel yet */
-			r->x->drain_active = active_was;
 			return -1;
 		}
 		*sqe = *src;
 		/* io_queue_sqe_fallback: IOSQE_ASYNC, or the head of a chain
 		 * the batch leaves open, is issued from io-wq; so is a drained
 		 * SQE (io_init_req forces it async, io_drain_req queues it). */
-		r->to_wq = (src->flags & FORCED_ASYNC) || drain_forces ||
+		r->to_wq = (src->flags & FORCED_ASYNC) ||
 			   (!in_chain && st->linked && st->chain_open);
 		st->capture = r->hooks->rewrite(r, sqe, &r->undo[st->copied], in_chain);
 		if (st->capture && !st->linked)
@@ -195,8 +183,7 @@ static int place_probe(struct ring *r, struct submit_batch *b, unsigned rspace)
 	    (r->rsqes[(slot - 1) & r->rsq_mask].flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)))
 		return 0;
 	struct rewrite_undo *u = &r->undo[b->st.copied];
-	*u = (struct rewrite_undo){ .drain_was = (uint8_t)r->x->drain_disabled, .skip_was = (uint8_t)r->x->kernel_skip,
-				    .active_was = (uint8_t)r->x->drain_active };
+	*u = (struct rewrite_undo){ .drain_was = (uint8_t)r->x->drain_disabled, .skip_was = (uint8_t)r->x->kernel_skip };
 	if (r->hooks->probe(r, &r->rsqes[slot], u))
 		return 0;
 	real_slot_publish(r, slot);
@@ -315,7 +302,6 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 			/* The kernel never saw it: its skip and drain rules did
 			 * not apply (reverse order: the first one's state stays). */
 			r->x->drain_disabled = r->undo[i].drain_was;
-			r->x->drain_active = r->undo[i].active_was;
 			r->x->kernel_skip = r->undo[i].skip_was;
 		}
 	}
@@ -336,7 +322,7 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 {
 	unsigned rtail = atomic_load_explicit(r->rsq_tail, memory_order_relaxed);
 	unsigned rspace = r->rsq_entries - (rtail - atomic_load_explicit(r->rsq_head, memory_order_acquire));
-	struct place_state st = { .real_tail = rtail, .held = 1 };
+	struct place_state st = { .real_tail = rtail };
 	if (n + !!first > rspace)
 		return -EBUSY;
 	if (first && first->opcode != 0xff) {

@@ -66,9 +66,7 @@
  * - A request issued from io-wq selects its buffer when a worker issues it,
  *   after the submitting task went through the rest of the batch: an
  *   IOSQE_ASYNC READ leaves the group's first buffer to an inline READ
- *   behind it, and finds the buffer a PROVIDE_BUFFERS behind it gave.  The
- *   request after a drained one is forced async too (io_init_req, while
- *   the drain is active), in the next batch as well.
+ *   behind it, and finds the buffer a PROVIDE_BUFFERS behind it gave.
  * - A REMOVE_BUFFERS that takes buffers behind a chain that fails at issue
  *   posts its CQE with the batch, before the chain's cancelled members.
  */
@@ -595,25 +593,6 @@ int main(void)
 	sqe = get_sqe(&ring);
 	prep_provide_arena(sqe, &w, 20, 2, 1);
 	sqe->user_data = 119;
-	submit_expect(&ring, 2);
-	reap_show_sorted(&ring, 2, &w);
-	note("a drained NOP alone, then two READs: the first, behind the drain, is forced async, "
-	     "and the second takes the first buffer");
-	provide(&ring, &w, 21, 3, 2, 120);
-	sqe = get_sqe(&ring);
-	io_uring_prep_nop(sqe);
-	sqe->flags |= IOSQE_IO_DRAIN;
-	run_one(&ring, sqe, 121, NULL);
-	read_pair(a, b, &w, 21, 0, 122);
-	note("a drained READ, then a RECV: both go to io-wq, in that order");
-	provide(&ring, &w, 22, 5, 2, 124);
-	int sp[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
-		die("socketpair: %s", strerror(errno));
-	write_all(a[1], "drain", 5);
-	write_all(sp[1], "recv", 4);
-	prep_read_sel(&ring, a[0], 0, 22, 0, 125)->flags |= IOSQE_IO_DRAIN;
-	prep_recv_sel(&ring, sp[0], 0, 0, 22, 126);
 	submit_expect(&ring, 2);
 	reap_show_sorted(&ring, 2, &w);
 
