@@ -345,6 +345,38 @@ static void gen_sqe(struct io_uring_sqe *sqe, unsigned idx, const struct fds *f,
 		sqe->fd = BAD_FD;
 }
 
+/* Whether the SQEs the kernel took between two heads include one it issues
+ * from io-wq: IOSQE_ASYNC, a drain (io_init_req forces requests async while
+ * one is active), FSYNC, or a chain still linking at the end of the
+ * submission (io_submit_state_end).  Judged on what the kernel read through
+ * the SQ array, not on the order the SQEs were written in: two array
+ * entries may name one SQE, and an SQE may be overwritten before it is
+ * taken.  A head that moved implausibly far (the program wrote it) gives no
+ * range: then any SQE of the array counts. */
+static bool took_iowq(const struct io_uring *ring, unsigned from, unsigned to, bool has_array)
+{
+	unsigned entries = *ring->sq.kring_entries, mask = *ring->sq.kring_mask;
+	const uint8_t io_wq = IOSQE_ASYNC | IOSQE_IO_DRAIN;
+	const uint8_t link = IOSQE_IO_LINK | IOSQE_IO_HARDLINK;
+	if (to - from > 4 * entries) {
+		for (unsigned i = 0; i < entries; i++) {
+			const struct io_uring_sqe *q = &ring->sq.sqes[i];
+			if ((q->flags & (io_wq | link)) || q->opcode == IORING_OP_FSYNC)
+				return true;
+		}
+		return false;
+	}
+	for (unsigned h = from; h != to; h++) {
+		unsigned idx = has_array ? ring->sq.array[h & mask] : h & mask;
+		if (idx >= entries)
+			continue;	/* dropped by the kernel */
+		const struct io_uring_sqe *q = &ring->sq.sqes[idx];
+		if ((q->flags & io_wq) || q->opcode == IORING_OP_FSYNC || (h + 1 == to && (q->flags & link)))
+			return true;
+	}
+	return false;
+}
+
 static int enter(int fd, unsigned submit, unsigned min, unsigned flags, const void *arg, size_t argsz)
 {
 	long r = syscall(__NR_io_uring_enter, fd, submit, min, flags, arg, argsz);
@@ -410,7 +442,7 @@ static void run_seed(uint64_t seed)
 	bool has_array = true;	/* NO_SQARRAY: liburing 2.3 cannot map such a ring */
 	unsigned sq_entries = *ring.sq.kring_entries, mask = *ring.sq.kring_mask;
 	unsigned tail = *ring.sq.ktail, nsqes = 0, nbuf = 0;
-	unsigned head0 = *ring.sq.khead;
+	unsigned head0 = *ring.sq.khead, kh_prev = head0;
 	bool async_work = false;
 	/* Every slot of the SQE array starts as the seed's bytes, not as what the
 	 * previous ring left: whatever the kernel reads is reproducible. */
@@ -423,11 +455,6 @@ static void run_seed(uint64_t seed)
 			unsigned slot = tail & mask;
 			struct io_uring_sqe *sqe = &ring.sq.sqes[has_array ? (slot + below(2)) & mask : slot];
 			gen_sqe(sqe, 1 + nsqes, &f, groups, r == 0 && k < 3);
-			async_work |= (sqe->flags & IOSQE_ASYNC) || sqe->opcode == IORING_OP_FSYNC;
-			/* A chain still linking at the end of a submission has its
-			 * head issued from io-wq (io_submit_state_end). */
-			if (k == n - 1 || nsqes == MAX_SQES - 2)
-				async_work |= !!(sqe->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 			if (has_array)
 				ring.sq.array[slot] = (unsigned)(sqe - ring.sq.sqes);
 			if (verbose) {
@@ -463,6 +490,8 @@ static void run_seed(uint64_t seed)
 		unsigned flags = pct(60) ? IORING_ENTER_GETEVENTS : pct(50) ? 0 : below(1u << 8);
 		int er = enter_bounded(&ring, submit, min, flags);
 		unsigned kh = __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE);
+		async_work |= took_iowq(&ring, kh_prev, kh, has_array);
+		kh_prev = kh;
 		out("enter %u submit=%u min=%u flags=0x%x -> %d head=%+d\n", r, submit, min, flags, er,
 		    (int)(kh - head0));
 		/* The program's view of the SQ is whatever the kernel consumed. */
@@ -471,9 +500,8 @@ static void run_seed(uint64_t seed)
 		__atomic_store_n(ring.sq.ktail, tail, __ATOMIC_RELEASE);
 		reap(&ring);
 	}
-	/* io-wq work (IOSQE_ASYNC, FSYNC, a chain left open) ends on the
-	 * scheduler's time: give it 20 ms before the end, so that it is in
-	 * the transcript. */
+	/* io-wq work (took_iowq) ends on the scheduler's time: give it 20 ms
+	 * before the end, so that it is in the transcript. */
 	if (async_work) {
 		enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS);
 		enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS);
