@@ -403,6 +403,9 @@ static int by_ud(const void *a, const void *b)
 	return x->n < y->n ? -1 : x->n > y->n;
 }
 
+/* Waits for io-wq work at the end of a sequence, at most (each up to 10 ms). */
+#define QUIET_WAITS 32
+
 /* A bounded wait: GETEVENTS with min > 0 always gets a 10 ms timeout. */
 static int enter_bounded(struct io_uring *ring, unsigned submit, unsigned min, unsigned flags)
 {
@@ -500,11 +503,15 @@ static void run_seed(uint64_t seed)
 		__atomic_store_n(ring.sq.ktail, tail, __ATOMIC_RELEASE);
 		reap(&ring);
 	}
-	/* io-wq work (took_iowq) ends on the scheduler's time: give it 20 ms
-	 * before the end, so that it is in the transcript. */
-	if (async_work) {
-		enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS);
-		enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS);
+	/* io-wq work (took_iowq) ends on the scheduler's time: wait until the
+	 * ring has been quiet for 10 ms, so that all of it is in the
+	 * transcript.  A fixed number of waits cut a drain's requests, which
+	 * the kernel issues one io-wq hop after another, wherever the
+	 * scheduler had got to. */
+	for (unsigned i = 0; async_work && i < QUIET_WAITS; i++) {
+		reap(&ring);
+		if (enter_bounded(&ring, 0, 1, IORING_ENTER_GETEVENTS) < 0)
+			break;
 	}
 	reap(&ring);
 	/* The transcript ends here.  Requests still pending are cancelled and
