@@ -1355,8 +1355,13 @@ static struct req *cut_chain(struct ring *r, struct io_uring_sqe *sqe, struct re
 	q->kind = REQ_SENTINEL;
 	q->user_data = sqe->user_data;
 	uint16_t personality = sqe->personality;
+	/* A drain in the middle of a chain drains the chain's head and forces
+	 * it to io-wq, where the members after it run as well (io_init_drain):
+	 * the sentinel carries the drain to where the kernel sees it. */
+	uint8_t drain = sqe->flags & IOSQE_IO_DRAIN;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_NOP;
+	sqe->flags = drain;
 	sqe->personality = personality;
 	sqe->user_data = req_tag(&r->reqs, q);
 	u->kind = UNDO_REQ;

@@ -69,6 +69,9 @@
  *   behind it, and finds the buffer a PROVIDE_BUFFERS behind it gave.
  * - A REMOVE_BUFFERS that takes buffers behind a chain that fails at issue
  *   posts its CQE with the batch, before the chain's cancelled members.
+ * - A drain on a chain's member drains the chain's head and sends it to
+ *   io-wq (io_init_drain), whose worker runs the members after it: a SEND
+ *   with IORING_RECVSEND_POLL_FIRST there fails with -EAGAIN.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -616,6 +619,25 @@ int main(void)
 	write_all(a[1], "left", 4);
 	run_one(&ring, prep_read_sel(&ring, a[0], 0, 23, 0, 131), 131, &w);
 	run_one(&ring, prep_read_sel(&ring, a[0], 0, 23, 0, 132), 132, &w);
+
+	note("a chain: NOP, SEND with IORING_RECVSEND_POLL_FIRST, then a drained buffer-select READ: the drain "
+	     "sends the chain's head to io-wq, whose worker runs the SEND too and fails it with -EAGAIN, "
+	     "the READ cancelled, its buffer left");
+	provide(&ring, &w, 24, 3, 1, 133);
+	write_all(a[1], "drained", 7);
+	nop(134);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe = get_sqe(&ring);
+	io_uring_prep_send(sqe, sv[0], "poll", 4, 0);
+	sqe->ioprio = IORING_RECVSEND_POLL_FIRST;
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 135;
+	prep_read_sel(&ring, a[0], 0, 24, 0, 136)->flags |= IOSQE_IO_DRAIN;
+	submit_expect(&ring, 3);
+	reap_show(&ring, 3, &w);
+	note("group 24 still has bid 3");
+	run_one(&ring, prep_read_sel(&ring, a[0], 0, 24, 0, 137), 137, &w);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
