@@ -23,7 +23,10 @@
  * one of those runs gives bufsel's transcript exactly and another the
  * batch's native one, the difference is the kernel's own (a race the
  * batch's native run went the other way on), counted apart and reported in
- * one line.  A native transcript that
+ * one line.  With --keep-going, a divergence whose seed alone gave the
+ * batch's native transcript is run natively R times more at the end of the
+ * run with the machine's CPUs kept busy, and counted as the kernel's own if
+ * one of those gives bufsel's transcript (run_loaded_checks).  A native transcript that
  * reports a lost completion or a wrong buffer, a nondeterministic native
  * run, a crash, a timeout or a library that was not loaded are failures too.
  * Exit status: 0 all equal, 1 a divergence, 2 anything else.
@@ -58,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,7 +105,7 @@ static struct {
 	const char *asan;
 	const char *generator;
 	bool keep_going;
-	unsigned long long ndiv, ncrash, nhang, nnondet, nnative;
+	unsigned long long ndiv, ncrash, nhang, nnondet, nnative, nloaded;
 	double t0;
 	struct totals tot;
 } opt = {
@@ -426,9 +430,11 @@ static const char *self_problem(const char *out);
  * batch catch only some of them.  The seed alone is run natively up to
  * opt.reruns times; the native re-run that reproduces bufsel's transcript
  * exactly (1-based), if another also reproduced the batch's, or 0.
+ * *self_contained: whether one did (the seed alone gives the batch's native
+ * transcript, so that a later re-run of it alone can count).
  */
 static unsigned native_gives(const struct batch *b, unsigned long long seed, const char *nat, size_t nn,
-			     const char *shim, size_t ns)
+			     const char *shim, size_t ns, bool *self_contained)
 {
 	/* The kernel's own race only if the seed alone also gives the batch's
 	 * native transcript: a sequence that depends on what the batch's
@@ -447,7 +453,104 @@ static unsigned native_gives(const struct batch *b, unsigned long long seed, con
 		free(out);
 		free(err);
 	}
+	*self_contained = got_nat;
 	return got_nat ? got_shim : 0;
+}
+
+/*
+ * Divergences whose seed alone gives the batch's native transcript are run
+ * natively once more at the end of the run, when no batch runs beside them,
+ * with the machine's CPUs kept busy: a race the kernel decides by when its
+ * io-wq worker or task work gets a CPU goes the other way under load (an
+ * io-wq request that selects its buffer after the program's next
+ * submission on a quiet machine, before it on a busy one).  If a loaded
+ * native run gives bufsel's transcript, the divergence is the kernel's own
+ * after all.  Loading the machine while batches run would change their
+ * timing, hence the wait for the end.
+ */
+struct loaded_check {
+	unsigned long long seed;
+	bool compat56;
+	char *shim;
+	size_t ns;
+};
+static struct loaded_check loaded_check[4096];
+static unsigned nloaded_check;
+
+static void loaded_later(const struct batch *b, unsigned long long seed, const char *shim, size_t ns)
+{
+	if (nloaded_check >= sizeof(loaded_check) / sizeof(loaded_check[0]))
+		return;
+	char *copy = malloc(ns + 1);
+	if (!copy)
+		return;
+	memcpy(copy, shim, ns);
+	copy[ns] = 0;
+	loaded_check[nloaded_check++] = (struct loaded_check){ seed, b->compat56, copy, ns };
+}
+
+/* Busy processes, one more than the machine has CPUs. */
+static pid_t hog[65];
+static unsigned nhog;
+
+static void load_start(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	n = n < 1 ? 1 : n > 64 ? 64 : n;
+	for (nhog = 0; nhog < (unsigned)n + 1; nhog++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			break;
+		if (!pid) {
+			/* Never outlive the run, however it ends. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			alarm(120);
+			if (getppid() == 1)
+				_exit(0);
+			for (;;)
+				__asm__ volatile("" ::: "memory");
+		}
+		hog[nhog] = pid;
+	}
+}
+
+static void load_stop(void)
+{
+	for (unsigned i = 0; i < nhog; i++) {
+		kill(hog[i], SIGKILL);
+		waitpid(hog[i], NULL, 0);
+	}
+	nhog = 0;
+}
+
+static void run_loaded_checks(void)
+{
+	if (!nloaded_check || !opt.reruns)
+		return;
+	load_start();
+	for (unsigned k = 0; k < nloaded_check; k++) {
+		const struct loaded_check *c = &loaded_check[k];
+		struct batch b = { .compat56 = c->compat56 };
+		for (unsigned i = 1; i <= opt.reruns; i++) {
+			char *out, *err;
+			run_sync(&b, NATIVE, c->seed, &out, &err);
+			bool same = !self_problem(out) && strlen(out) == c->ns && !memcmp(out, c->shim, c->ns);
+			free(out);
+			free(err);
+			if (same) {
+				opt.ndiv--;
+				opt.nnative++;
+				opt.nloaded++;
+				printf("native outcome seed %llu: reported above as a divergence; bufsel's transcript is "
+				       "the kernel's at native re-run %u under load\n", c->seed, i);
+				break;
+			}
+		}
+	}
+	load_stop();
+	for (unsigned k = 0; k < nloaded_check; k++)
+		free(loaded_check[k].shim);
+	nloaded_check = 0;
 }
 
 /* 0 when every sequence matches; else prints the first difference. */
@@ -469,7 +572,9 @@ static int compare(const struct batch *b, const struct job *x, const struct job 
 		const char *blk = sa ? sa : sb;
 		unsigned long long seed = seq_seed(blk);
 		unsigned line = first_diff_line(sa ? sa : "", sa ? na : 0, sb ? sb : "", sb ? nb : 0);
-		unsigned rerun = !determinism && sa && sb && !is_nondet(seed) ? native_gives(b, seed, sa, na, sb, nb) : 0;
+		bool self_contained = false;
+		unsigned rerun = !determinism && sa && sb && !is_nondet(seed) ?
+					 native_gives(b, seed, sa, na, sb, nb, &self_contained) : 0;
 		if (rerun) {
 			opt.nnative++;
 			printf("native outcome seed %llu: differs at line %u; bufsel's transcript is the kernel's at "
@@ -491,6 +596,8 @@ static int compare(const struct batch *b, const struct job *x, const struct job 
 		if (opt.keep_going && (determinism ? opt.nnondet : opt.ndiv)) {
 			/* Not the first: one line, the seed and where it differs. */
 			(*(determinism ? &opt.nnondet : &opt.ndiv))++;
+			if (!determinism && self_contained)
+				loaded_later(b, seed, sb, nb);
 			const char *la = sa ? sa : "", *lb = sb ? sb : "";
 			for (unsigned i = 0; i < line; i++) {
 				la = strchr(la, '\n') ? strchr(la, '\n') + 1 : "";
@@ -519,6 +626,8 @@ static int compare(const struct batch *b, const struct job *x, const struct job 
 		if (!opt.keep_going)
 			return 1;
 		(*(determinism ? &opt.nnondet : &opt.ndiv))++;
+		if (!determinism && self_contained)
+			loaded_later(b, seed, sb, nb);
 		if (!sa || !sb)
 			return 1;
 		found = 1;
@@ -683,9 +792,10 @@ static void summary(void)
 	       opt.seed + (opt.tot.seqs ? opt.tot.seqs - 1 : 0));
 	printf("difffuzz: %llu SQEs, %llu CQEs, %llu selected buffers compared; %llu batches run twice natively "
 	       "(%llu nondeterministic sequences); %llu divergences, %llu crashes, %llu hangs; %llu more differed from "
-	       "the batch's native run as another native run of the seed did (up to %u re-runs)\n", opt.tot.ops,
+	       "the batch's native run as another native run of the seed did (up to %u re-runs; %llu of them only "
+	       "under load, at the end)\n", opt.tot.ops,
 	       opt.tot.cqes, opt.tot.bufs, opt.tot.twice, opt.nnondet, opt.ndiv, opt.ncrash, opt.nhang, opt.nnative,
-	       opt.reruns);
+	       opt.reruns, opt.nloaded);
 	printf("difffuzz: %.1f s, %.0f sequences/s (both arms, %u jobs at once)\n", t, t > 0 ? (double)opt.tot.seqs / t : 0,
 	       opt.jobs);
 }
@@ -838,6 +948,7 @@ int main(int argc, char **argv)
 		}
 	}
 	free(batches);
+	run_loaded_checks();
 	summary();
 	return opt.ndiv || opt.ncrash || opt.nhang || opt.nnondet ? 1 : 0;
 }
