@@ -1357,8 +1357,12 @@ static struct req *cut_chain(struct ring *r, struct io_uring_sqe *sqe, struct re
 	uint16_t personality = sqe->personality;
 	/* A drain in the middle of a chain drains the chain's head and forces
 	 * it to io-wq, where the members after it run as well (io_init_drain):
-	 * the sentinel carries the drain to where the kernel sees it. */
+	 * the sentinel carries the drain to where the kernel sees it, at the
+	 * SQE's submission.  The held SQE does not drain again when it goes to
+	 * the kernel later: by then a skip may have turned drains off, and the
+	 * kernel would fail it with -EOPNOTSUPP. */
 	uint8_t drain = sqe->flags & IOSQE_IO_DRAIN;
+	q->held[q->nheld - 1].flags &= (uint8_t)~IOSQE_IO_DRAIN;
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_NOP;
 	sqe->flags = drain;

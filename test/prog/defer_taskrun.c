@@ -5,7 +5,9 @@
  * and io_uring_get_events (enter with GETEVENTS and nothing to wait for).
  * A second thread entering the ring must get -EEXIST (SINGLE_ISSUER): bufsel
  * must not make the kernel see its own thread as the issuer.  Chains of
- * linked NOPs show how many task-work passes an enter makes.
+ * linked NOPs show how many task-work passes an enter makes.  A drain on a
+ * chain's member is the kernel's at the member's submission: a skip that
+ * turns drains off before the member runs does not fail it.
  */
 #include "test/prog/cqe_print.h"
 
@@ -105,6 +107,39 @@ int main(void)
 		io_uring_get_events(&ring);
 		reap_print(&ring, io_uring_cq_ready(&ring));
 	}
+
+	note("chain: PROVIDE_BUFFERS, drained buffer-select RECV (IOSQE_ASYNC) of a closed fd; then a NOP with "
+	     "IOSQE_IO_DRAIN and IOSQE_CQE_SKIP_SUCCESS (drains off, itself -EOPNOTSUPP), a NOP: the RECV "
+	     "drained at its submission, and fails at issue (-EBADF)");
+	int closed[2];
+	if (pipe(closed) < 0)
+		die("pipe: %s", strerror(errno));
+	close(closed[0]);
+	close(closed[1]);
+	static char one[16];
+	sqe = get_sqe(&ring);
+	io_uring_prep_provide_buffers(sqe, one, sizeof(one), 1, 5, 0);
+	sqe->user_data = 69;
+	sqe = get_sqe(&ring);
+	io_uring_prep_provide_buffers(sqe, one, sizeof(one), 1, 6, 0);
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 70;
+	sqe = get_sqe(&ring);
+	io_uring_prep_recv(sqe, closed[0], NULL, sizeof(one), 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT | IOSQE_IO_DRAIN | IOSQE_ASYNC;
+	sqe->buf_group = 5;
+	sqe->user_data = 71;
+	note("submit returned %d", io_uring_submit(&ring));
+	sqe = get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->flags |= IOSQE_IO_DRAIN | IOSQE_CQE_SKIP_SUCCESS;
+	sqe->user_data = 72;
+	note("submit returned %d", io_uring_submit(&ring));
+	sqe = get_sqe(&ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 73;
+	note("submit returned %d", io_uring_submit(&ring));
+	reap_print_sorted(&ring, 5);
 
 	close(fd);
 	close(pp[0]);
