@@ -386,6 +386,12 @@ static void replay_commands(const struct batch *b, unsigned long long seed)
 	printf("\n");
 }
 
+/* Is out, a re-run's whole output, exactly the transcript t of n bytes? */
+static bool is_transcript(const char *out, const char *t, size_t n)
+{
+	return strlen(out) == n && !memcmp(out, t, n);
+}
+
 /* After a difference: does the seed alone give the same transcripts again? */
 static void rerun_report(const struct batch *b, unsigned long long seed, const char *nat, size_t nn,
 			 const char *shim, size_t ns)
@@ -394,11 +400,11 @@ static void rerun_report(const struct batch *b, unsigned long long seed, const c
 	for (int i = 0; i < 3; i++) {
 		char *out, *err;
 		run_sync(b, NATIVE, seed, &out, &err);
-		same_native += strlen(out) == nn && !memcmp(out, nat, nn);
+		same_native += is_transcript(out, nat, nn);
 		free(out);
 		free(err);
 		run_sync(b, BUFSEL, seed, &out, &err);
-		same_bufsel += strlen(out) == ns && !memcmp(out, shim, ns);
+		same_bufsel += is_transcript(out, shim, ns);
 		free(out);
 		free(err);
 	}
@@ -444,11 +450,10 @@ static unsigned native_gives(const struct batch *b, unsigned long long seed, con
 	for (unsigned i = 1; i <= opt.reruns && !(got_shim && got_nat); i++) {
 		char *out, *err;
 		run_sync(b, NATIVE, seed, &out, &err);
-		size_t n = strlen(out);
 		if (!self_problem(out)) {
-			if (!got_shim && n == ns && !memcmp(out, shim, ns))
+			if (!got_shim && is_transcript(out, shim, ns))
 				got_shim = i;
-			got_nat |= n == nn && !memcmp(out, nat, nn);
+			got_nat |= is_transcript(out, nat, nn);
 		}
 		free(out);
 		free(err);
@@ -481,11 +486,9 @@ static void loaded_later(const struct batch *b, unsigned long long seed, const c
 {
 	if (nloaded_check >= sizeof(loaded_check) / sizeof(loaded_check[0]))
 		return;
-	char *copy = malloc(ns + 1);
+	char *copy = strndup(shim, ns);
 	if (!copy)
 		return;
-	memcpy(copy, shim, ns);
-	copy[ns] = 0;
 	loaded_check[nloaded_check++] = (struct loaded_check){ seed, b->compat56, copy, ns };
 }
 
@@ -534,7 +537,7 @@ static void run_loaded_checks(void)
 		for (unsigned i = 1; i <= opt.reruns; i++) {
 			char *out, *err;
 			run_sync(&b, NATIVE, c->seed, &out, &err);
-			bool same = !self_problem(out) && strlen(out) == c->ns && !memcmp(out, c->shim, c->ns);
+			bool same = !self_problem(out) && is_transcript(out, c->shim, c->ns);
 			free(out);
 			free(err);
 			if (same) {

@@ -345,6 +345,13 @@ static void gen_sqe(struct io_uring_sqe *sqe, unsigned idx, const struct fds *f,
 		sqe->fd = BAD_FD;
 }
 
+/* An SQE the kernel issues from io-wq; last: the last the submission took. */
+static bool sqe_to_iowq(const struct io_uring_sqe *q, bool last)
+{
+	return (q->flags & (IOSQE_ASYNC | IOSQE_IO_DRAIN)) || q->opcode == IORING_OP_FSYNC ||
+	       (last && (q->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)));
+}
+
 /* Whether the SQEs the kernel took between two heads include one it issues
  * from io-wq: IOSQE_ASYNC, a drain (io_init_req forces requests async while
  * one is active), FSYNC, or a chain still linking at the end of the
@@ -356,22 +363,17 @@ static void gen_sqe(struct io_uring_sqe *sqe, unsigned idx, const struct fds *f,
 static bool took_iowq(const struct io_uring *ring, unsigned from, unsigned to, bool has_array)
 {
 	unsigned entries = *ring->sq.kring_entries, mask = *ring->sq.kring_mask;
-	const uint8_t io_wq = IOSQE_ASYNC | IOSQE_IO_DRAIN;
-	const uint8_t link = IOSQE_IO_LINK | IOSQE_IO_HARDLINK;
 	if (to - from > 4 * entries) {
-		for (unsigned i = 0; i < entries; i++) {
-			const struct io_uring_sqe *q = &ring->sq.sqes[i];
-			if ((q->flags & (io_wq | link)) || q->opcode == IORING_OP_FSYNC)
+		for (unsigned i = 0; i < entries; i++)
+			if (sqe_to_iowq(&ring->sq.sqes[i], true))
 				return true;
-		}
 		return false;
 	}
 	for (unsigned h = from; h != to; h++) {
 		unsigned idx = has_array ? ring->sq.array[h & mask] : h & mask;
 		if (idx >= entries)
 			continue;	/* dropped by the kernel */
-		const struct io_uring_sqe *q = &ring->sq.sqes[idx];
-		if ((q->flags & io_wq) || q->opcode == IORING_OP_FSYNC || (h + 1 == to && (q->flags & link)))
+		if (sqe_to_iowq(&ring->sq.sqes[idx], h + 1 == to))
 			return true;
 	}
 	return false;
