@@ -255,11 +255,14 @@ static unsigned reap_locked(struct ring *r)
 	return posted;
 }
 
-unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target)
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned fired, unsigned *target)
 {
 	spin_lock(&r->x->cq_lock);
 	unsigned ready = complete_ready(r), want = 0;
-	if (ready < min_complete) {
+	/* A reap counts a fired TIMEOUT under cq_lock: one counted before
+	 * this point is seen here, one taken after it is still in the real
+	 * CQ as the kernel counts it (the head waits for the waiters). */
+	if (ready < min_complete && timeouts_fired(r) == fired) {
 		r->x->cq_waiters++;
 		int me = spin_self();
 		for (unsigned i = 0; i < RING_WAITERS_TRACKED; i++)

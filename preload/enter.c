@@ -221,8 +221,13 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			 * counts in the kernel's wait, and what it releases reaches
 			 * the kernel only once the wait is over: while requests of
 			 * bufsel's are live, the kernel is asked for one CQE at a
-			 * time, and later rounds get what is left of the timeout. */
-			int one = __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED) != 0;
+			 * time, and later rounds get what is left of the timeout.
+			 * So it is while a TIMEOUT of the program's is pending: the
+			 * real wait begins after the program's, and a TIMEOUT that
+			 * fires in between (natively after the wait began, so
+			 * ending it) must still end it: its CQE must be enough. */
+			int one = __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED) != 0 ||
+				  atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed) != 0;
 			int up = 0;
 			/* The wait's clock starts with its first round. */
 			if (!rounds)
@@ -232,7 +237,7 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 				ret = -ETIME;
 				break;
 			}
-			unsigned target = 0, want = complete_wait_begin(r, min_complete, one, &target);
+			unsigned target = 0, want = complete_wait_begin(r, min_complete, one, fired, &target);
 			ret = 0;
 			if (want) {
 				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, arg, argsz);

@@ -73,9 +73,10 @@ void complete_sync_cq_flags(struct ring *r);
  * tail the kernel waits for: a wait that returns 0 before the tail got there
  * ended for another reason (a fired timeout, min_wait), as the program's
  * own wait would have.  one: ask the kernel for a single new CQE only.
- * Take cq_lock.
+ * fired: the program's fired TIMEOUTs when its wait began (timeouts_fired);
+ * one that fired since ends the wait, and begin returns 0.  Take cq_lock.
  */
-unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned *target);
+unsigned complete_wait_begin(struct ring *r, unsigned min_complete, int one, unsigned fired, unsigned *target);
 void complete_wait_end(struct ring *r);
 /* A ring shared across fork: waiters whose process died (killed in their
  * wait) stop holding the real CQ head back.  Takes cq_lock; costs nothing

@@ -192,6 +192,7 @@ res() { # mode test attempt field(1 status, 2 seconds)
 # ---- compare, recheck -----------------------------------------------------
 : >"$OUT/results.log"
 declare -A MARK=()   # "test mode" -> ok | diff | excluded | rechecked | nc
+DIFFS=()             # "test mode" of each difference, for the report's end
 passed=0 failed=0 excluded=0 notcmp=0 rechecked=0
 for t in "${TESTS[@]}"; do
 	for m in "${COMPARED[@]}"; do
@@ -276,6 +277,7 @@ for t in "${TESTS[@]}"; do
 				>>"$OUT/results.log"
 		fi
 		MARK[$key]="diff"; failed=$((failed + 1))
+		DIFFS+=("$t $m")
 	done
 done
 # Exclusions naming a test or mode that did not run are stale as well.
@@ -340,6 +342,18 @@ done
 	echo "$passed passed, $failed failed, $excluded excluded, $notcmp not compared, $rechecked passed on recheck"
 } >"$OUT/results.md"
 grep -v '^liburing-suite: warning' "$OUT/results.log" | sed 's/^/  /'
+# The differences come last, with the end of each side's output: CI keeps
+# the tail of a long report, and a difference must be readable from it.
+for d in "${DIFFS[@]}"; do
+	read -r t m <<<"$d"
+	echo "== difference: $t in $m"
+	awk -v k="$t $m: " 'index($0, k) == 1 { print "  " $0 }' "$OUT/results.log"
+	for f in "$OUT/logs/${BASE[$m]}/$t.1.log" "$OUT/logs/$m/$t.1.log"; do
+		[ -f "$f" ] || continue
+		echo "  -- tail of $f"
+		tail -n 15 "$f" | cut -c1-200 | sed 's/^/    /'
+	done
+done
 echo "liburing-suite: $excluded excluded, $notcmp not compared (native fail or hang)," \
 	"$rechecked passed only on recheck; wall ${wall}s; table in $OUT/results.md"
 echo "liburing-suite: $passed passed, $failed failed"
