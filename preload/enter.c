@@ -76,10 +76,13 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, con
 	 * after its SQEs (io_run_local_work_locked) and again as its wait
 	 * begins, a chain's next link in each pass.  The last part of the
 	 * batch carries the program's GETEVENTS, with min_complete 0, so that
-	 * both passes come between the same SQEs as natively. */
+	 * both passes come between the same SQEs as natively.  Only if it ends
+	 * what the program asked for: a kernel that took fewer SQEs than
+	 * to_submit returns at once, its task work not run (a failed chain's
+	 * members stay queued there). */
 	int tw = (r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && (flags & IORING_ENTER_GETEVENTS);
 	for (;;) {
-		int getevents = tw && !b.barrier;
+		int getevents = tw && !b.barrier && (unsigned long)total + b.prog == to_submit;
 		ret = b.copied ? real_enter(r, b.copied, 0, getevents ? flags & ~ENTER_SUBMIT_FLAGS : 0,
 					    getevents ? argp : NULL, getevents ? argsz : 0)
 			       : 0;
@@ -89,6 +92,10 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, con
 		 * batch: go on with the rest, as one enter does natively. */
 		if (!b.barrier || ret != (long)b.copied)
 			break;
+		/* A receive the kernel ran in that part gave its buffer back, as
+		 * natively before the next SQE selects. */
+		if (b.st.reap)
+			complete_reap(r);
 		submit_prepare(r, n - (unsigned)total, &b);
 	}
 	spin_unlock(&r->x->sq_lock);

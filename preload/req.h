@@ -71,6 +71,8 @@ enum req_flags {
 	REQ_NOT_SOCKET = 1 << 9,	/* RECV_MULTI: polled before its file was looked at,
 					 * which is no socket: its wake fails -ENOTSOCK */
 	REQ_TRUNC_ADDED = 1 << 10,	/* RECV: bufsel asked for MSG_TRUNC (bind_buffer) */
+	REQ_MAY_RETURN = 1 << 11,	/* RECV_SEL: may end without data, its buffer put back */
+	REQ_PROBED = 1 << 12,		/* RECV_SEL: its buffer's first byte was tried */
 };
 
 struct req {
@@ -112,6 +114,7 @@ struct req {
 	uint8_t stashed;
 	struct req *next_ready;		/* on the ring's list of chains to issue */
 	struct req *next_parked;	/* on the ring's list of receives waiting for a buffer */
+	struct req *next_batch;		/* RECV_SEL: on the ring's list of this batch's receives */
 	uint32_t target;		/* TIMEOUT: the CQE count (ring.h, cq_seq) that ends it */
 	struct req *next_counting;	/* TIMEOUT: on the ring's list of counting timeouts */
 };

@@ -578,11 +578,12 @@ static int bad_fd(const struct ring *r, const struct io_uring_sqe *sqe)
 	return bad_file(r, sqe);
 }
 
-/* Has a socket data (or an end) for a receive now? */
+/* Has a socket data (or an end) for a receive now?  The poll events, 0 if
+ * none. */
 static int fd_readable(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
-	return sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
+	return sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && !(p.revents & POLLNVAL) ? p.revents : 0;
 }
 
 /* io_uring_sqe's bytes 44-47, where older headers lack the names: optlen
@@ -852,6 +853,37 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 }
 
 /*
+ * A receive handed to the kernel with its buffer: one that gets no data (an
+ * end of file, an error, a fault on the buffer) gives the buffer back when
+ * bufsel reaps its CQE, where the kernel, which runs it inline, gives it
+ * back before the next SQE of the batch selects.  rewrite_barrier sends such
+ * an SQE to the kernel after the receive.  may_return: the poll saw more
+ * than data (or none was asked, a fixed file).
+ */
+static void batch_recv_add(struct ring *r, struct req *q, int may_return)
+{
+	if (may_return)
+		q->flags |= REQ_MAY_RETURN;
+	q->next_batch = r->batch_recvs;
+	r->batch_recvs = q;
+}
+
+/* The buffer's first byte is one the kernel can write (read, then written
+ * back as it was: the buffer is the pool's, not the program's, until the
+ * receive's CQE): tried once, when an SQE behind it asks. */
+static int recv_may_return(struct req *q)
+{
+	if (!(q->flags & REQ_PROBED)) {
+		char c;
+		void *at = (void *)(uintptr_t)q->buf.addr;
+		q->flags |= REQ_PROBED;
+		if (q->buf.len && (copy_from_prog(&c, at, 1) || copy_to_prog(at, &c, 1)))
+			q->flags |= REQ_MAY_RETURN;
+	}
+	return !!(q->flags & REQ_MAY_RETURN);
+}
+
+/*
  * A receive's first attempt (without IORING_RECVSEND_POLL_FIRST) selects
  * the head buffer before it looks at the socket, so that buffer decides at
  * once, data or not: none is -ENOBUFS; a NULL one is -ENOBUFS, consumed
@@ -958,13 +990,15 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		 * handed to the kernel would give its buffer back only when
 		 * its CQE is reaped, after the rest of the batch selected,
 		 * where the kernel gives it back before the next SQE. */
-		int readable = !fixed && fd_readable(sqe->fd);
+		int readable = !fixed ? fd_readable(sqe->fd) : 0;
 		if ((sqe->msg_flags & MSG_DONTWAIT) && !fixed && !readable) {
 			standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
 			return NULL;
 		}
 		if ((sqe->msg_flags & MSG_DONTWAIT) || readable) {
 			select_now(r, sqe, def, want, &msg, u);
+			if (u->kind == UNDO_SELECT)
+				batch_recv_add(r, u->req, fixed || (readable & ~(POLLIN | POLLRDNORM)));
 			return NULL;
 		}
 	}
@@ -1799,8 +1833,16 @@ void rewrite_commit(struct ring *r, struct rewrite_undo *u)
  * kernel posts with the batch). */
 static int rewrite_barrier(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	(void)r;
-	return cancels_all_by_user_data(sqe);
+	if (cancels_all_by_user_data(sqe))
+		return 1;
+	/* One that takes from a group a receive before it may give back to
+	 * (batch_recv_add). */
+	if (!(sqe->flags & IOSQE_BUFFER_SELECT) && opdef_get(sqe->opcode)->emulated != EMU_REMOVE_BUFFERS)
+		return 0;
+	for (struct req *q = r->batch_recvs; q; q = q->next_batch)
+		if (q->orig.buf_group == sqe->buf_group && recv_may_return(q))
+			return 2;
+	return 0;
 }
 
 static int rewrite_probe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)

@@ -49,7 +49,9 @@ struct ring_hooks {
 	/* A real CQE another process sharing the ring must move (its request
 	 * table answers it): 1 to leave it, and what follows, where it is. */
 	int (*foreign)(struct ring *r, const struct io_uring_cqe *cqe);
-	/* Would this SQE have to go to the kernel alone, after what precedes it? */
+	/* Would this SQE have to go to the kernel alone, after what precedes it?
+	 * 0 no; 1 yes; 2 yes, and the CQEs of what precedes it must be moved
+	 * before it is placed. */
 	int (*barrier)(struct ring *r, const struct io_uring_sqe *sqe);
 	/* Writes a NOP whose CQE is hidden: 0, or -ENOMEM (undo in *u). */
 	int (*probe)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
@@ -258,6 +260,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 					 * a fork shares it, with x) */
 	size_t scratch_len;
 	int to_wq;			/* the SQE being placed goes to io-wq (place_one) */
+	struct req *batch_recvs;	/* receives selected for in the batch being placed (sq_lock) */
 	/*
 	 * A TIMEOUT with a count (sqe->off) completes once the CQ has had that
 	 * many more CQEs than when it was issued, those of fired timeouts not

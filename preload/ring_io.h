@@ -18,6 +18,9 @@ struct place_state {
 	void *capture;		/* a request taking the rest of the current chain */
 	int chain_fails;	/* the current chain fails at submission (submit_prepare) */
 	int chain_open;		/* the current chain still links at the batch's end */
+	int deferred;		/* a selection waits for the batch's end (rewrite_deferred) */
+	int stops;		/* the kernel stops the batch after the SQE just placed */
+	int reap;		/* a barrier that needs the CQEs of what precedes it */
 };
 
 struct submit_batch {

@@ -81,7 +81,9 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	} else if (r->hooks && r->hooks->wants(src)) {
 		/* A barrier inside a chain waits behind a sentinel anyway; handing
 		 * the chain's start to the kernel alone would cut the link. */
-		if (st->copied && !in_chain && !sqpoll && r->hooks->barrier(r, src)) {
+		int barrier = st->copied && !in_chain && !sqpoll ? r->hooks->barrier(r, src) : 0;
+		if (barrier) {
+			st->reap = barrier == 2;
 			st->linked = in_chain;
 			r->x->drain_disabled = drain_was;	/* not seen by the kernel yet */
 			return -1;
@@ -95,11 +97,19 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		st->capture = r->hooks->rewrite(r, sqe, &r->undo[st->copied], in_chain);
 		if (st->capture && !st->linked)
 			st->capture = NULL;
+		st->deferred |= r->undo[st->copied].deferred;
 	} else {
 		*sqe = *src;
 		if (r->undo)
 			r->undo[st->copied].kind = 0;
 	}
+	/* io_submit_sqes stops after an SQE that fails at submission and
+	 * links no further.  Only a selection deferred to the batch's end can
+	 * tell: it would come after the selections of SQEs the kernel never
+	 * takes, and keep the buffers they give back (rewrite_deferred). */
+	if (st->deferred && !st->linked && !sqpoll && r->hooks && r->hooks->submit_error &&
+	    !(r->setup_flags & IORING_SETUP_SUBMIT_ALL))
+		st->stops = r->hooks->submit_error(r, src) != 0;
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
 		r->x->kernel_skip = 1;
 	/* The program's own TIMEOUT, not a stand-in bufsel made of another SQE,
@@ -222,6 +232,7 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 		spin_unlock(&r->x->cq_lock);
 	}
 	b->st.real_tail = rtail;
+	r->batch_recvs = NULL;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = sq_index(s, head, i);
 		if (idx >= s->sq_entries) {
@@ -260,6 +271,8 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 		/* A captured SQE goes with the real slot before it. */
 		if (r->prog_end && b->st.copied)
 			r->prog_end[b->st.copied - 1] = b->prog;
+		if (b->st.stops)
+			break;
 	}
 	b->copied = b->st.copied;
 	select_deferred(r, rtail, 0, b->copied);

@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -345,11 +346,29 @@ static void gen_sqe(struct io_uring_sqe *sqe, unsigned idx, const struct fds *f,
 		sqe->fd = BAD_FD;
 }
 
-/* An SQE the kernel issues from io-wq; last: the last the submission took. */
+/* Can the kernel poll fd (file_can_poll)?  epoll refuses a file it cannot
+ * poll with EPERM; a bad fd is not issued at all. */
+static bool fd_pollable(int fd)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	bool ok = ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0 || errno != EPERM;
+	if (ep >= 0)
+		close(ep);
+	return ok;
+}
+
+/* An SQE the kernel issues from io-wq; last: the last the submission took.
+ * A send or receive with IORING_RECVSEND_POLL_FIRST on a file the kernel
+ * cannot poll goes there too: io_arm_poll_handler gives up on it. */
 static bool sqe_to_iowq(const struct io_uring_sqe *q, bool last)
 {
+	bool sr = q->opcode == IORING_OP_RECV || q->opcode == IORING_OP_RECVMSG || q->opcode == IORING_OP_SEND ||
+		  q->opcode == IORING_OP_SENDMSG;
 	return (q->flags & (IOSQE_ASYNC | IOSQE_IO_DRAIN)) || q->opcode == IORING_OP_FSYNC ||
-	       (last && (q->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)));
+	       (last && (q->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK))) ||
+	       (sr && (q->ioprio & IORING_RECVSEND_POLL_FIRST) && !(q->flags & IOSQE_FIXED_FILE) &&
+		!fd_pollable(q->fd));
 }
 
 /* Whether the SQEs the kernel took between two heads include one it issues

@@ -72,6 +72,16 @@
  * - A drain on a chain's member drains the chain's head and sends it to
  *   io-wq (io_init_drain), whose worker runs the members after it: a SEND
  *   with IORING_RECVSEND_POLL_FIRST there fails with -EAGAIN.
+ * - An IOSQE_ASYNC READ selects after the batch, which ends at an SQE that
+ *   fails at prep: a READ behind that SQE, not taken, leaves the group's
+ *   first buffer to the worker.
+ * - A receive the kernel runs inline gives a buffer it got no data into
+ *   back before the next SQE selects (a fault on the buffer, an end of
+ *   file): a READ behind it in the batch takes that buffer.
+ * - On a DEFER_TASKRUN ring an enter that takes fewer SQEs than to_submit
+ *   returns at once, GETEVENTS or not: a failed chain's member, whose CQE
+ *   io_fail_links posts from task work, is there only after the next
+ *   enter that waits.
  */
 #include "test/prog/bs_bufs.h"
 
@@ -638,6 +648,72 @@ int main(void)
 	reap_show(&ring, 3, &w);
 	note("group 24 still has bid 3");
 	run_one(&ring, prep_read_sel(&ring, a[0], 0, 24, 0, 137), 137, &w);
+
+	note("a READ with IOSQE_ASYNC, a RECV that fails at prep (the batch stops there), an inline READ: the "
+	     "worker selects after the batch, and the READ the kernel did not take leaves it the first buffer");
+	provide(&ring, &w, 25, 4, 2, 138);
+	write_all(a[1], "first", 5);
+	prep_read_sel(&ring, a[0], 0, 25, 0, 139)->flags |= IOSQE_ASYNC;
+	recv_sel(a[0], 25, 0x8, 140);
+	prep_read_sel(&ring, a[0], 0, 25, 0, 141);
+	show_submit("stop");
+	reap_show_sorted(&ring, 2, &w);
+	write_all(a[1], "second", 6);
+	show_submit("rest");
+	reap_show(&ring, 1, &w);
+
+	note("a RECV whose buffer faults (a datagram waiting), then a READ from the same group, in one batch: "
+	     "the RECV gives its buffer back before the READ selects, and the READ faults on it too");
+	int d[2];
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, d))
+		die("socketpair: %s", strerror(errno));
+	char *guard = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (guard == MAP_FAILED || mprotect(guard + 4096, 4096, PROT_NONE))
+		die("mmap: %s", strerror(errno));
+	sqe = get_sqe(&ring);
+	io_uring_prep_provide_buffers(sqe, guard + 4096, 16, 1, 26, 0);
+	run_one(&ring, sqe, 144, NULL);
+	sqe = get_sqe(&ring);
+	io_uring_prep_provide_buffers(sqe, guard, 16, 1, 26, 1);
+	run_one(&ring, sqe, 145, NULL);
+	write_all(d[1], "dgram", 5);
+	write_all(a[1], "piped", 5);
+	recv_sel(d[0], 26, 0, 146);
+	prep_read_sel(&ring, a[0], 0, 26, 0, 147);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, NULL);
+	note("the datagram is gone: %s", yesno(recv(d[0], got, sizeof(got), MSG_DONTWAIT) < 0));
+	note("a RECV at end of file, then a READ from the same group: the READ takes the buffer the RECV gave back");
+	int e[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, e))
+		die("socketpair: %s", strerror(errno));
+	shutdown(e[1], SHUT_WR);
+	recv_sel(e[0], 26, 0, 148);
+	prep_read_sel(&ring, a[0], 0, 26, 0, 149);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, NULL);
+	note("piped bytes: %s", guard);
+	io_uring_queue_exit(&ring);
+
+	ret = io_uring_queue_init(8, &ring, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER);
+	if (ret < 0)
+		die("queue_init defer: %s", strerror(-ret));
+	note("DEFER_TASKRUN ring: a chain of a NOP and a RECV that fails at prep, entered with GETEVENTS and "
+	     "to_submit 4: the kernel takes 2 and returns, its task work (the RECV's CQE) not run");
+	nop(142);
+	sqe = &ring.sq.sqes[(ring.sq.sqe_tail - 1) & *ring.sq.kring_mask];
+	sqe->flags |= IOSQE_IO_LINK;
+	recv_sel(a[0], 25, 0x8, 143);
+	__atomic_store_n(ring.sq.ktail, ring.sq.sqe_tail, __ATOMIC_RELEASE);
+	ring.sq.sqe_head = ring.sq.sqe_tail;
+	note("enter: %ld", raw_enter(ring.ring_fd, 4, 0, IORING_ENTER_GETEVENTS, NULL, 0));
+	unsigned ready = io_uring_cq_ready(&ring);
+	note("ready: %u", ready);
+	reap_show(&ring, ready, NULL);
+	note("get_events: %d", io_uring_get_events(&ring));
+	ready = io_uring_cq_ready(&ring);
+	note("ready: %u", ready);
+	reap_show(&ring, ready, NULL);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
