@@ -168,6 +168,14 @@ static void publish_head(struct ring *r)
 
 static unsigned reap_locked(struct ring *r);
 
+void inflight_done(struct ring *r, unsigned n)
+{
+	unsigned v = atomic_load_explicit(&r->x->kinflight, memory_order_relaxed);
+	while (n && !atomic_compare_exchange_weak_explicit(&r->x->kinflight, &v, v > n ? v - n : 0,
+							    memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 void complete_release(struct ring *r)
 {
 	if (atomic_load_explicit(r->sh.cq_head, memory_order_relaxed) == r->x->sh_released)
@@ -217,7 +225,7 @@ static unsigned reap_locked(struct ring *r)
 	 * kernel counts it, not roomier than it is. */
 	unsigned queued = stail - atomic_load_explicit(s->cq_head, memory_order_acquire);
 	unsigned space = s->cq_entries - (queued < s->cq_entries ? queued : s->cq_entries);
-	unsigned taken = 0, posted = synth_flush(r, stail, space);
+	unsigned taken = 0, done = 0, posted = synth_flush(r, stail, space);
 
 	while (taken < avail && posted < space && !r->x->synth.len) {
 		const struct io_uring_cqe *src = &r->rcqes[(rhead + taken) & r->rcq_mask];
@@ -228,6 +236,7 @@ static unsigned reap_locked(struct ring *r)
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
 		*dst = *src;
 		taken++;
+		done += !(src->flags & IORING_CQE_F_MORE);
 		if (atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
 			timeouts_completed(r, dst);
 		if (!r->hooks || r->hooks->complete(r, dst)) {
@@ -249,6 +258,7 @@ static unsigned reap_locked(struct ring *r)
 	if (posted)
 		atomic_store_explicit(&r->posted_ns, now_ns(), memory_order_relaxed);
 	r->x->rcq_taken = rhead + taken;
+	inflight_done(r, done);
 	publish_head(r);
 	complete_flags(r, avail - taken + r->x->synth.len);
 	spin_unlock(&r->x->cq_lock);

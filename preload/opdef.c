@@ -132,13 +132,18 @@ int opdef_known(uint8_t opcode)
 	return opcode < OP_LAST_KNOWN && opdefs[opcode].name;
 }
 
-int opdef_skip_disables_drain(const struct io_uring_sqe *sqe)
+int opdef_passes_flag_checks(const struct io_uring_sqe *sqe)
 {
 	const uint8_t valid = IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK |
 			      IOSQE_ASYNC | IOSQE_BUFFER_SELECT | IOSQE_CQE_SKIP_SUCCESS;
-	if (!(sqe->flags & IOSQE_CQE_SKIP_SUCCESS) || !opdef_known(sqe->opcode) || (sqe->flags & ~valid))
+	if (!opdef_known(sqe->opcode) || (sqe->flags & ~valid))
 		return 0;
 	return !(sqe->flags & IOSQE_BUFFER_SELECT) || opdefs[sqe->opcode].select != SELECT_REFUSED;
+}
+
+int opdef_skip_disables_drain(const struct io_uring_sqe *sqe)
+{
+	return (sqe->flags & IOSQE_CQE_SKIP_SUCCESS) && opdef_passes_flag_checks(sqe);
 }
 
 const struct opdef *opdef_get(uint8_t opcode)

@@ -74,6 +74,8 @@ int opdef_known(uint8_t opcode);
  * IOSQE_CQE_SKIP_SUCCESS only past its opcode, flags and buffer-select
  * checks: does this SQE get there with the flag? */
 int opdef_skip_disables_drain(const struct io_uring_sqe *sqe);
+/* Does the SQE get past those checks (to the drain rules)? */
+int opdef_passes_flag_checks(const struct io_uring_sqe *sqe);
 
 /* Start-up check that every known opcode has a named row: 0 or -EINVAL. */
 int opdef_check(void);

@@ -564,7 +564,7 @@ static int poll_first_ends_at_once(const struct ring *r, const struct io_uring_s
 		return 1;
 	if (!(sqe->ioprio & IORING_RECVSEND_POLL_FIRST))
 		return 0;
-	if (r->to_wq && !(sqe->flags & FORCED_ASYNC))
+	if (r->to_wq && !r->forced_async)
 		return 1;
 	/* A socket always polls: one getsockopt, no probe fd (which would
 	 * take a number the program's next open might get natively). */
@@ -1627,14 +1627,15 @@ static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, co
  * PROVIDE_BUFFERS behind it fills the group it reads from.  Not one whose
  * selection decides what the SQEs after it do (a receive that would hold
  * the rest of its chain), nor one with IOSQE_CQE_SKIP_SUCCESS, which turns
- * the kernel's skip rule on as it is placed, nor a drained one: behind a
- * drain that waits, the SQEs after it wait too (the kernel forces them to
- * io-wq while the drain is active) and issue in SQE order, so selecting in
- * SQE order, now, is the closer answer.
+ * the kernel's skip rule on as it is placed, nor a drained one, nor one
+ * the kernel holds in its defer list (r->drain_waits): behind a drain that
+ * waits, the SQEs after it wait too (the kernel forces them to io-wq while
+ * the drain is active) and issue in SQE order, so selecting in SQE order,
+ * now, is the closer answer.
  */
 static int selects_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
-	if (!r->to_wq || (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
+	if (!r->to_wq || r->drain_waits || (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
 		return 0;
 	if (def->select == SELECT_AT_ISSUE)
 		return !def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE);
@@ -1646,6 +1647,8 @@ static void rewrite_deferred(struct ring *r, struct io_uring_sqe *sqe, struct re
 {
 	u->deferred = 0;
 	r->to_wq = 1;
+	r->forced_async = u->forced;
+	r->drain_waits = 0;
 	select_by_opcode(r, sqe, opdef_get(sqe->opcode), u);
 }
 
@@ -1708,6 +1711,7 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	if (selects_in_worker(r, sqe, def)) {
 		u->deferred = 1;
+		u->forced = (uint8_t)r->forced_async;
 		return NULL;
 	}
 	return select_by_opcode(r, sqe, def, u);

@@ -34,12 +34,13 @@ struct rewrite_undo {
 	struct req *req;
 	/* The ring's state as it was before the SQE (submit.c): the kernel
 	 * disables drains and sees a skip only for SQEs it takes. */
-	uint8_t drain_was, skip_was;
+	uint8_t drain_was, skip_was, active_was, next_was;
 	/* UNDO_SELECT: buf is delivered once the kernel takes the SQE
 	 * (rewrite_commit), which may never post a CQE for it. */
 	uint8_t deliver;
-	/* Its selection waits for the end of the batch (rewrite_deferred). */
-	uint8_t deferred;
+	/* Its selection waits for the end of the batch (rewrite_deferred), in
+	 * a worker the kernel forced it to (REQ_F_FORCE_ASYNC) or not. */
+	uint8_t deferred, forced;
 	struct pool_buf buf;
 	struct pool_kept kept;	/* UNDO_REMOVE: what it took (req: its stand-in) */
 };

@@ -154,6 +154,14 @@ struct ring_shared {
 				 * shadow's overflow counter, as the kernel counts its own */
 	int drain_disabled;	/* the program sent IOSQE_CQE_SKIP_SUCCESS: drains now fail */
 	int kernel_skip;	/* and the kernel has seen such an SQE too */
+	/* The kernel's ctx->drain_active and drain_next as bufsel follows them
+	 * (submit.c, drain_forces; sq_lock). */
+	int drain_active, drain_next;
+	/* Requests the kernel took that have not posted a last CQE (without
+	 * IORING_CQE_F_MORE) in the real CQ: added as SQEs are taken (sq_lock),
+	 * taken off as CQEs are moved (cq_lock).  An SQE with
+	 * IOSQE_CQE_SKIP_SUCCESS is not counted: it may end without a CQE. */
+	atomic_uint kinflight;
 	unsigned flags_own;	/* the SQ flag bits bufsel owns on a flags_shared ring (cq_lock) */
 
 	/*
@@ -260,6 +268,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 					 * a fork shares it, with x) */
 	size_t scratch_len;
 	int to_wq;			/* the SQE being placed goes to io-wq (place_one) */
+	int forced_async;		/* and the kernel marks it REQ_F_FORCE_ASYNC */
+	int drain_waits;		/* and waits in the kernel's defer list for what precedes it */
 	struct req *batch_recvs;	/* receives selected for in the batch being placed (sq_lock) */
 	/*
 	 * A TIMEOUT with a count (sqe->off) completes once the CQ has had that

@@ -46,6 +46,10 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret);
 int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct io_uring_sqe *rest,
 		unsigned n);
 
+/* n requests of kinflight are over (their last CQE, or the kernel never took
+ * them); never below 0: an SQE with IOSQE_CQE_SKIP_SUCCESS that failed was
+ * never counted. */
+void inflight_done(struct ring *r, unsigned n);
 /* Moves every CQE that fits; returns the number moved.  Takes r->x->cq_lock. */
 unsigned complete_reap(struct ring *r);
 /* complete_reap, then issues what those completions released (a receive

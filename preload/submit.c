@@ -34,6 +34,64 @@ static void sq_head_set(struct ring *r, unsigned head)
 	atomic_store_explicit(r->sh.sq_head, head, memory_order_release);
 }
 
+/* Is nothing allocated in the ring (io_queue_deferred: nr_req_allocated ==
+ * nr_drained)?  Requests that posted their last CQE are freed, whether or
+ * not bufsel has moved that CQE yet. */
+static int kernel_idle(struct ring *r)
+{
+	spin_lock(&r->x->cq_lock);
+	unsigned n = atomic_load_explicit(&r->x->kinflight, memory_order_relaxed);
+	unsigned tail = atomic_load_explicit(r->rcq_tail, memory_order_acquire);
+	for (unsigned head = r->x->rcq_taken; head != tail && n; head++)
+		if (!(r->rcqes[head & r->rcq_mask].flags & IORING_CQE_F_MORE))
+			n--;
+	spin_unlock(&r->x->cq_lock);
+	return !n;
+}
+
+/*
+ * io_init_req's drain rules for the SQE about to be placed.  An SQE that
+ * gets to IOSQE_IO_DRAIN's check turns ctx->drain_active on (in a chain
+ * also drain_next, which drains the next SQE outside it), whether or not it
+ * then fails its prep.  While drain_active is on, every SQE is forced to
+ * io-wq through io_drain_req, which releases it at once only if nothing
+ * else is allocated in the ring (no SQE before it in the batch, none in
+ * flight), and then turns drain_active off unless the SQE drains itself;
+ * otherwise it waits, and so does everything after it.  Returns 1 if the
+ * kernel forces the SQE async; r->drain_waits: it waits.
+ */
+static int drain_forces(struct ring *r, const struct place_state *st, const struct io_uring_sqe *src,
+			int in_chain)
+{
+	struct ring_shared *x = r->x;
+	int drained = !!(src->flags & IOSQE_IO_DRAIN);
+	r->drain_waits = 0;
+	if (!opdef_passes_flag_checks(src) || (drained && x->drain_disabled))
+		return 0;	/* it fails before the drain rules */
+	if (drained) {
+		x->drain_active = 1;
+		if (in_chain)
+			x->drain_next = 1;
+	}
+	if (!x->drain_active && !x->drain_next)
+		return 0;
+	int forced = x->drain_active;
+	if (x->drain_next && !in_chain) {
+		x->drain_next = 0;
+		x->drain_active = 1;
+		forced = drained = 1;
+	}
+	/* A chain meets io_drain_req at its end, as one; one that fails
+	 * never does. */
+	if (!forced || in_chain || st->chain_fails || r->hooks->submit_error(r, src))
+		return forced;
+	if (st->copied || !kernel_idle(r))
+		r->drain_waits = 1;
+	else if (!drained)
+		x->drain_active = 0;
+	return 1;
+}
+
 /* Places one SQE: 1 if it took a real slot, 0 if it was captured, -1 if it
  * must wait (a barrier: the kernel has to see what precedes it first). */
 static int place_one(struct ring *r, struct place_state *st, const struct io_uring_sqe *shared,
@@ -51,11 +109,15 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	compat_sqe(&copy, in_chain);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	int drain_was = r->x->drain_disabled, skip_was = r->x->kernel_skip;
+	int active_was = r->x->drain_active, next_was = r->x->drain_next;
 	if (opdef_skip_disables_drain(src))
 		r->x->drain_disabled = 1;
+	int forced = !sqpoll && r->hooks && r->hooks->submit_error && drain_forces(r, st, src, in_chain);
 	if (r->undo)
 		r->undo[st->copied] = (struct rewrite_undo){ .drain_was = (uint8_t)drain_was,
-							    .skip_was = (uint8_t)skip_was };
+							    .skip_was = (uint8_t)skip_was,
+							    .active_was = (uint8_t)active_was,
+							    .next_was = (uint8_t)next_was };
 	unsigned slot = (st->real_tail + st->copied) & r->rsq_mask;
 	struct io_uring_sqe *sqe = &r->rsqes[slot];
 	if (st->chain_fails) {
@@ -85,15 +147,18 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 		if (barrier) {
 			st->reap = barrier == 2;
 			st->linked = in_chain;
-			r->x->drain_disabled = drain_was;	/* not seen by the kernel yet */
+			/* not seen by the kernel yet */
+			r->x->drain_disabled = drain_was;
+			r->x->drain_active = active_was;
+			r->x->drain_next = next_was;
 			return -1;
 		}
 		*sqe = *src;
 		/* io_queue_sqe_fallback: IOSQE_ASYNC, or the head of a chain
 		 * the batch leaves open, is issued from io-wq; so is a drained
 		 * SQE (io_init_req forces it async, io_drain_req queues it). */
-		r->to_wq = (src->flags & FORCED_ASYNC) ||
-			   (!in_chain && st->linked && st->chain_open);
+		r->forced_async = (src->flags & FORCED_ASYNC) || forced;
+		r->to_wq = r->forced_async || (!in_chain && st->linked && st->chain_open);
 		st->capture = r->hooks->rewrite(r, sqe, &r->undo[st->copied], in_chain);
 		if (st->capture && !st->linked)
 			st->capture = NULL;
@@ -120,6 +185,17 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	real_slot_publish(r, slot);
 	st->copied++;
 	return 1;
+}
+
+/* The real slots tail+from .. tail+to-1 in kinflight: counted before the
+ * kernel sees them (a reaper may take their CQEs before the enter
+ * returns), taken off again if it does not take them. */
+static unsigned inflight_count(const struct ring *r, unsigned tail, unsigned from, unsigned to)
+{
+	unsigned n = 0;
+	for (unsigned i = from; i < to; i++)
+		n += !(r->rsqes[(tail + i) & r->rsq_mask].flags & IOSQE_CQE_SKIP_SUCCESS);
+	return n;
 }
 
 /* Selections that wait for the end of the batch (rewrite_deferred), in
@@ -276,6 +352,7 @@ void submit_prepare(struct ring *r, unsigned to_submit, struct submit_batch *b)
 	}
 	b->copied = b->st.copied;
 	select_deferred(r, rtail, 0, b->copied);
+	atomic_fetch_add_explicit(&r->x->kinflight, inflight_count(r, rtail, 0, b->copied), memory_order_relaxed);
 	atomic_store_explicit(r->rsq_tail, rtail + b->copied, memory_order_release);
 	if (sqpoll && n) {
 		/* The SQ thread owns what we published; the batch is done now. */
@@ -305,6 +382,7 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 	if (taken > b->copied)
 		taken = b->copied;
 	atomic_store_explicit(r->rsq_tail, b->real_tail + taken, memory_order_release);
+	inflight_done(r, inflight_count(r, b->real_tail, taken, b->copied));
 	if (r->hooks) {
 		commit_placed(r, 0, taken);
 		for (unsigned i = b->copied; i-- > taken;) {
@@ -316,6 +394,8 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 			 * not apply (reverse order: the first one's state stays). */
 			r->x->drain_disabled = r->undo[i].drain_was;
 			r->x->kernel_skip = r->undo[i].skip_was;
+			r->x->drain_active = r->undo[i].active_was;
+			r->x->drain_next = r->undo[i].next_was;
 		}
 	}
 	unsigned consumed = taken && r->prog_end ? r->prog_end[taken - 1] : taken;
@@ -351,6 +431,7 @@ int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct i
 		if (place_one(r, &st, &rest[i], 1) < 0)
 			return -EBUSY;
 	select_deferred(r, rtail, placed_from, st.copied);
+	atomic_fetch_add_explicit(&r->x->kinflight, inflight_count(r, rtail, 0, st.copied), memory_order_relaxed);
 	commit_placed(r, 0, st.copied);
 	atomic_store_explicit(r->rsq_tail, rtail + st.copied, memory_order_release);
 	return (int)st.copied;

@@ -75,6 +75,10 @@
  * - An IOSQE_ASYNC READ selects after the batch, which ends at an SQE that
  *   fails at prep: a READ behind that SQE, not taken, leaves the group's
  *   first buffer to the worker.
+ * - An SQE that gets to io_init_req's drain check turns the ring's drain on
+ *   even if its prep fails; the next SQE, forced to io-wq, is released at
+ *   once when nothing else is in flight, and turns the drain off: a READ
+ *   behind it runs inline and selects first.
  * - A receive the kernel runs inline gives a buffer it got no data into
  *   back before the next SQE selects (a fault on the buffer, an end of
  *   file): a READ behind it in the batch takes that buffer.
@@ -661,6 +665,22 @@ int main(void)
 	write_all(a[1], "second", 6);
 	show_submit("rest");
 	reap_show(&ring, 1, &w);
+
+	note("a drained REMOVE_BUFFERS that fails at prep leaves the kernel's drain on: the next READ goes to io-wq "
+	     "(it selects after the batch), which turns the drain off, and the READ behind it runs inline first");
+	provide(&ring, &w, 27, 6, 2, 150);
+	sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 1, 27);
+	sqe->off = 1;
+	sqe->flags |= IOSQE_IO_DRAIN;
+	sqe->user_data = 151;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	write_all(a[1], "0123456789abcdef", 16);
+	prep_read_sel(&ring, a[0], 0, 27, 0, 152);
+	prep_read_sel(&ring, a[0], 0, 27, 0, 153);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, &w);
 
 	note("a RECV whose buffer faults (a datagram waiting), then a READ from the same group, in one batch: "
 	     "the RECV gives its buffer back before the READ selects, and the READ faults on it too");
