@@ -158,8 +158,9 @@ struct ring_shared {
 	 * (submit.c, drain_forces; sq_lock). */
 	int drain_active, drain_next;
 	/* Requests the kernel took that have not posted a last CQE (without
-	 * IORING_CQE_F_MORE) in the real CQ: added as SQEs are taken (sq_lock),
-	 * taken off as CQEs are moved (cq_lock).  An SQE with
+	 * IORING_CQE_F_MORE) in the real CQ: added as SQEs are published and
+	 * taken off for those the kernel does not take (sq_lock), taken off as
+	 * CQEs are moved (cq_lock), never below 0.  An SQE with
 	 * IOSQE_CQE_SKIP_SUCCESS is not counted: it may end without a CQE. */
 	atomic_uint kinflight;
 	unsigned flags_own;	/* the SQ flag bits bufsel owns on a flags_shared ring (cq_lock) */
