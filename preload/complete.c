@@ -236,7 +236,7 @@ static unsigned reap_locked(struct ring *r)
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
 		*dst = *src;
 		taken++;
-		done += !(src->flags & IORING_CQE_F_MORE);
+		done += cqe_ends_request(src);
 		if (atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
 			timeouts_completed(r, dst);
 		if (!r->hooks || r->hooks->complete(r, dst)) {

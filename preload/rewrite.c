@@ -1648,7 +1648,6 @@ static void rewrite_deferred(struct ring *r, struct io_uring_sqe *sqe, struct re
 	u->deferred = 0;
 	r->to_wq = 1;
 	r->forced_async = u->forced;
-	r->drain_waits = 0;
 	select_by_opcode(r, sqe, opdef_get(sqe->opcode), u);
 }
 

@@ -46,6 +46,11 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret);
 int submit_held(struct ring *r, const struct io_uring_sqe *first, const struct io_uring_sqe *rest,
 		unsigned n);
 
+/* A request's last CQE: the kernel frees the request as it posts it. */
+static inline unsigned cqe_ends_request(const struct io_uring_cqe *cqe)
+{
+	return !(cqe->flags & IORING_CQE_F_MORE);
+}
 /* n requests of kinflight are over (their last CQE, or the kernel never took
  * them); never below 0: an SQE with IOSQE_CQE_SKIP_SUCCESS that failed was
  * never counted. */

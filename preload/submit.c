@@ -43,8 +43,7 @@ static int kernel_idle(struct ring *r)
 	unsigned n = atomic_load_explicit(&r->x->kinflight, memory_order_relaxed);
 	unsigned tail = atomic_load_explicit(r->rcq_tail, memory_order_acquire);
 	for (unsigned head = r->x->rcq_taken; head != tail && n; head++)
-		if (!(r->rcqes[head & r->rcq_mask].flags & IORING_CQE_F_MORE))
-			n--;
+		n -= cqe_ends_request(&r->rcqes[head & r->rcq_mask]);
 	spin_unlock(&r->x->cq_lock);
 	return !n;
 }
@@ -66,6 +65,8 @@ static int drain_forces(struct ring *r, const struct place_state *st, const stru
 	struct ring_shared *x = r->x;
 	int drained = !!(src->flags & IOSQE_IO_DRAIN);
 	r->drain_waits = 0;
+	if (!drained && !x->drain_active && !x->drain_next)
+		return 0;
 	if (!opdef_passes_flag_checks(src) || (drained && x->drain_disabled))
 		return 0;	/* it fails before the drain rules */
 	if (drained) {
@@ -73,8 +74,6 @@ static int drain_forces(struct ring *r, const struct place_state *st, const stru
 		if (in_chain)
 			x->drain_next = 1;
 	}
-	if (!x->drain_active && !x->drain_next)
-		return 0;
 	int forced = x->drain_active;
 	if (x->drain_next && !in_chain) {
 		x->drain_next = 0;
