@@ -724,8 +724,10 @@ void rewrite_followup(struct ring *r, int unattended)
 			release(r, q);
 	}
 	if (placed || (r->setup_flags & IORING_SETUP_SQPOLL)) {
-		long ret = sys_call6(__NR_io_uring_enter, ring_fd(r), placed, 0,
-				     r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP : 0, 0, 0);
+		unsigned flags = r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP
+				 : !unattended && r->enter_tw	      ? IORING_ENTER_GETEVENTS
+									      : 0;
+		long ret = sys_call6(__NR_io_uring_enter, ring_fd(r), placed, 0, flags, 0, 0);
 		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_SHORT, "the kernel took %ld of %u held SQEs", ret, placed);
 	}

@@ -306,10 +306,12 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	    __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED))
 		complete_reap_follow(r);
 	int ran_tw = 0;
+	r->enter_tw = (r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && wait;
 	if (to_submit || sqpoll) {
 		ret = enter_submit(r, to_submit, flags, argp, argsz, &wait, &ran_tw);
 		if (ret < 0)
 			wait = 0;
+		r->enter_tw &= wait;	/* a short submission returns before its task work */
 	}
 	if (wait) {
 		long w = enter_wait(r, min_complete, flags, argp, argsz, ran_tw);
@@ -318,6 +320,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	} else {
 		complete_reap_follow(r);
 	}
+	r->enter_tw = 0;
 	mover_reap_others(r);
 	atomic_store_explicit(&r->enter_cq_tail, atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed),
 			      memory_order_relaxed);

@@ -15,7 +15,8 @@
  *   cqe ud=<i> res=<r> flags=<f> [buf=<bid>]           sorted by ud (see below)
  *   end ops=<sqes written> cqes=<n> bufs=<n>
  * With --verbose, "# sqe <n> @<index>: ..." lines show the bytes of every SQE
- * written and the SQE array slot it went to.
+ * written and the SQE array slot it went to, and "# reap ..." lines every CQE
+ * in the order it was reaped.
  *
  * Everything is a function of the seed: the SQE bytes, the fds (made afresh
  * for each seed, so their numbers repeat), the memory (an arena at a fixed
@@ -411,6 +412,9 @@ static void reap(struct io_uring *ring)
 		struct io_uring_cqe *c = &ring->cq.cqes[head & ring->cq.ring_mask];
 		if (ncqe < MAX_CQES)
 			cqes[ncqe] = (struct cqe_rec){ c->user_data, c->res, c->flags, ncqe };
+		if (verbose)
+			out("# reap ud=0x%llx res=%d flags=0x%x\n", (unsigned long long)c->user_data, c->res,
+			    c->flags);
 		ncqe++;
 	}
 	__atomic_store_n(ring->cq.khead, head, __ATOMIC_RELEASE);
