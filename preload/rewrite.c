@@ -427,12 +427,29 @@ static int reject_at_submission(struct ring *r, struct io_uring_sqe *sqe, int re
 	return 1;
 }
 
-static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+/*
+ * A PROVIDE_BUFFERS or REMOVE_BUFFERS the kernel hands to io-wq acts when a
+ * worker issues it, after the submitting task has gone through the rest of
+ * the batch: a PROVIDE_BUFFERS released at once from a drain the SQE before
+ * it left on fills its group after an inline READ behind it found it empty,
+ * and a REMOVE_BUFFERS there finds what a PROVIDE_BUFFERS behind it gave.
+ * Its prep, which may stop the batch, is the submitting task's.  The
+ * exceptions are those of selects_in_worker, for the same reasons.
+ */
+static int emulated_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	if (!r->to_wq || r->drain_waits ||
+	    (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN | SQE_LINK_FLAGS)))
+		return 0;
+	u->deferred = 1;
+	u->forced = (uint8_t)r->forced_async;
+	return 1;
+}
+
+static void provide_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
 	struct pool_provide p = provide_args(sqe);
-	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_PROVIDE_BUFFERS), u))
-		return;
+	int res;
 	spin_lock(&r->x->pool_lock);
 	struct pool_group_stats before, after;
 	int existed = !pool_group_stats(r->x->pool, p.bgid, &before);
@@ -451,12 +468,19 @@ static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rew
 		standin_ok(sqe);
 }
 
-static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	int res = init_check(r, sqe);
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_PROVIDE_BUFFERS), u))
+		return;
+	if (!emulated_in_worker(r, sqe, u))
+		provide_issue(r, sqe, u);
+}
+
+static void remove_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
 	struct pool_remove p = remove_args(sqe);
-	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
-		return;
+	int res;
 	struct pool_kept kept;
 	spin_lock(&r->x->pool_lock);
 	res = pool_remove_kept(r->x->pool, &p, &kept);
@@ -469,6 +493,15 @@ static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 	u->req = standin(r, sqe, res, res < 0 ? FAIL_AT_ISSUE : SUCCEED, u);
 	u->kind = UNDO_REMOVE;
 	u->kept = kept;
+}
+
+static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	int res = init_check(r, sqe);
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
+		return;
+	if (!emulated_in_worker(r, sqe, u))
+		remove_issue(r, sqe, u);
 }
 
 /* ---- buffer selection ---- */
@@ -1648,7 +1681,13 @@ static void rewrite_deferred(struct ring *r, struct io_uring_sqe *sqe, struct re
 	u->deferred = 0;
 	r->to_wq = 1;
 	r->forced_async = u->forced;
-	select_by_opcode(r, sqe, opdef_get(sqe->opcode), u);
+	const struct opdef *def = opdef_get(sqe->opcode);
+	if (def->emulated == EMU_PROVIDE_BUFFERS)
+		provide_issue(r, sqe, u);
+	else if (def->emulated == EMU_REMOVE_BUFFERS)
+		remove_issue(r, sqe, u);
+	else
+		select_by_opcode(r, sqe, def, u);
 }
 
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain)

@@ -82,6 +82,11 @@
  * - A receive the kernel runs inline gives a buffer it got no data into
  *   back before the next SQE selects (a fault on the buffer, an end of
  *   file): a READ behind it in the batch takes that buffer.
+ * - A PROVIDE_BUFFERS or REMOVE_BUFFERS the kernel issues from io-wq (with
+ *   IOSQE_ASYNC, or released at once from a drain an SQE before it left on)
+ *   acts after the batch: a READ behind the PROVIDE_BUFFERS finds its group
+ *   empty, and the REMOVE_BUFFERS removes what a PROVIDE_BUFFERS behind it
+ *   gave.
  * - On a DEFER_TASKRUN ring an enter that takes fewer SQEs than to_submit
  *   returns at once, GETEVENTS or not: a failed chain's member, whose CQE
  *   io_fail_links posts from task work, is there only after the next
@@ -89,6 +94,7 @@
  */
 #include "test/prog/bs_bufs.h"
 
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 static struct io_uring ring;
@@ -681,6 +687,41 @@ int main(void)
 	prep_read_sel(&ring, a[0], 0, 27, 0, 153);
 	submit_expect(&ring, 2);
 	reap_show_sorted(&ring, 2, &w);
+
+	note("a PROVIDE_BUFFERS with IOSQE_ASYNC, then a READ from its group, in one batch: the worker provides "
+	     "after the batch, and the READ finds the group empty");
+	write_all(a[1], "xyz", 3);
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &w, 28, 2, 3);
+	sqe->flags |= IOSQE_ASYNC;
+	sqe->user_data = 154;
+	prep_read_sel(&ring, a[0], 0, 28, 0, 155);
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, &w);
+	int left = 0;
+	if (ioctl(a[0], FIONREAD, &left) || (left && read(a[0], got, (size_t)left) != left))
+		die("pipe: %s", strerror(errno));
+	note("left in the pipe: %d", left);
+	note("group 28 holds: %d", remove_bufs(&ring, 28, 10, 156));
+
+	note("a drained REMOVE_BUFFERS that fails at prep leaves the drain on; a REMOVE_BUFFERS of group 29, "
+	     "released to io-wq at once, then a PROVIDE_BUFFERS of it inline: the worker removes what it gave");
+	sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 1, 27);
+	sqe->off = 1;
+	sqe->flags |= IOSQE_IO_DRAIN;
+	sqe->user_data = 157;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+	sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 2, 29);
+	sqe->user_data = 158;
+	sqe = get_sqe(&ring);
+	prep_provide_arena(sqe, &w, 29, 5, 3);
+	sqe->user_data = 159;
+	submit_expect(&ring, 2);
+	reap_show_sorted(&ring, 2, NULL);
+	note("group 29 holds: %d", remove_bufs(&ring, 29, 10, 160));
 
 	note("a RECV whose buffer faults (a datagram waiting), then a READ from the same group, in one batch: "
 	     "the RECV gives its buffer back before the READ selects, and the READ faults on it too");
