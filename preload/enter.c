@@ -306,7 +306,7 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	    __atomic_load_n(&r->reqs.live, __ATOMIC_RELAXED))
 		complete_reap_follow(r);
 	int ran_tw = 0;
-	r->enter_tw = (r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && wait;
+	r->enter_tw = (r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && wait && to_submit;
 	if (to_submit || sqpoll) {
 		ret = enter_submit(r, to_submit, flags, argp, argsz, &wait, &ran_tw);
 		if (ret < 0)

@@ -434,11 +434,13 @@ static int reject_at_submission(struct ring *r, struct io_uring_sqe *sqe, int re
  * it left on fills its group after an inline READ behind it found it empty,
  * and a REMOVE_BUFFERS there finds what a PROVIDE_BUFFERS behind it gave.
  * Its prep, which may stop the batch, is the submitting task's.  The
- * exceptions are those of selects_in_worker, for the same reasons.
+ * exceptions are those of selects_in_worker, for the same reasons, and one
+ * the drain stays on behind (the SQE after a drained chain, which the
+ * kernel drains in turn): the SQEs after it wait for it.
  */
 static int emulated_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
-	if (!r->to_wq || r->drain_waits ||
+	if (!r->to_wq || r->drain_waits || r->x->drain_active ||
 	    (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN | SQE_LINK_FLAGS)))
 		return 0;
 	u->deferred = 1;

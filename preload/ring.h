@@ -215,11 +215,13 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * mapped the shadow: the mappings hold the ring, as natively they hold
 	 * the kernel's (ring_closing); it goes once they are gone. */
 	int map_pin;
-	/* DEFER_TASKRUN: the program's enter now running passes GETEVENTS, so
-	 * the kernel runs the ring's task work in it: work bufsel issues on a
-	 * completion it reaps there (a held chain's next link, a drained SQE
-	 * released) asks for that pass too, as natively it runs in the same
-	 * one.  Only the ring's one submitter task enters it. */
+	/* DEFER_TASKRUN: the program's enter now running submits and passes
+	 * GETEVENTS, so the kernel runs the ring's task work twice in it, after
+	 * its SQEs and as its wait begins: work bufsel issues on a completion
+	 * it reaps there (a held chain's next link, a drained SQE released),
+	 * natively run by the second pass, asks for a pass too.  An enter that
+	 * only waits runs one pass, which bufsel's own wait makes.  Only the
+	 * ring's one submitter task enters it. */
 	int enter_tw;
 	/* The shadow CQ tail when an enter of the program's last returned:
 	 * what came after, came without its help (enter_closed_fd). */
