@@ -470,15 +470,6 @@ static void provide_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewri
 		standin_ok(sqe);
 }
 
-static void emulate_provide(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
-{
-	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_PROVIDE_BUFFERS), u))
-		return;
-	if (!emulated_in_worker(r, sqe, u))
-		provide_issue(r, sqe, u);
-}
-
 static void remove_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
 	struct pool_remove p = remove_args(sqe);
@@ -497,13 +488,24 @@ static void remove_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewrit
 	u->kept = kept;
 }
 
-static void emulate_remove(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+static void emulated_issue(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+			   struct rewrite_undo *u)
+{
+	if (def->emulated == EMU_PROVIDE_BUFFERS)
+		provide_issue(r, sqe, u);
+	else
+		remove_issue(r, sqe, u);
+}
+
+/* PROVIDE_BUFFERS and REMOVE_BUFFERS on bufsel's groups. */
+static void emulate_buffers(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+			    struct rewrite_undo *u)
 {
 	int res = init_check(r, sqe);
-	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, EMU_REMOVE_BUFFERS), u))
+	if (reject_at_submission(r, sqe, res ? res : emulated_prep(r, sqe, def->emulated), u))
 		return;
 	if (!emulated_in_worker(r, sqe, u))
-		remove_issue(r, sqe, u);
+		emulated_issue(r, sqe, def, u);
 }
 
 /* ---- buffer selection ---- */
@@ -1684,10 +1686,8 @@ static void rewrite_deferred(struct ring *r, struct io_uring_sqe *sqe, struct re
 	r->to_wq = 1;
 	r->forced_async = u->forced;
 	const struct opdef *def = opdef_get(sqe->opcode);
-	if (def->emulated == EMU_PROVIDE_BUFFERS)
-		provide_issue(r, sqe, u);
-	else if (def->emulated == EMU_REMOVE_BUFFERS)
-		remove_issue(r, sqe, u);
+	if (def->emulated)
+		emulated_issue(r, sqe, def, u);
 	else
 		select_by_opcode(r, sqe, def, u);
 }
@@ -1739,12 +1739,8 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 			return NULL;
 		return cut_chain(r, sqe, u);
 	}
-	if (def->emulated == EMU_PROVIDE_BUFFERS) {
-		emulate_provide(r, sqe, u);
-		return NULL;
-	}
-	if (def->emulated == EMU_REMOVE_BUFFERS) {
-		emulate_remove(r, sqe, u);
+	if (def->emulated) {
+		emulate_buffers(r, sqe, def, u);
 		return NULL;
 	}
 	if (!select)

@@ -130,6 +130,19 @@ static void drain_after_nop(const struct arena *g, uint8_t flags, unsigned long 
 	run_one(&ring, sqe, ud, NULL);
 }
 
+/* A drained REMOVE_BUFFERS that fails its prep (off set), alone: the kernel's
+ * drain is on after it. */
+static void drain_left_on(unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = get_sqe(&ring);
+	io_uring_prep_remove_buffers(sqe, 1, 27);
+	sqe->off = 1;
+	sqe->flags |= IOSQE_IO_DRAIN;
+	sqe->user_data = ud;
+	submit_expect(&ring, 1);
+	reap_show(&ring, 1, NULL);
+}
+
 /* In one batch, buffer-select READs of group bgid on pipes a and b (each
  * with data), the first with more SQE flags: which buffer does each get? */
 static void read_pair(const int a[2], const int b[2], const struct arena *w, unsigned bgid, uint8_t first_flags,
@@ -675,13 +688,7 @@ int main(void)
 	note("a drained REMOVE_BUFFERS that fails at prep leaves the kernel's drain on: the next READ goes to io-wq "
 	     "(it selects after the batch), which turns the drain off, and the READ behind it runs inline first");
 	provide(&ring, &w, 27, 6, 2, 150);
-	sqe = get_sqe(&ring);
-	io_uring_prep_remove_buffers(sqe, 1, 27);
-	sqe->off = 1;
-	sqe->flags |= IOSQE_IO_DRAIN;
-	sqe->user_data = 151;
-	submit_expect(&ring, 1);
-	reap_show(&ring, 1, NULL);
+	drain_left_on(151);
 	write_all(a[1], "0123456789abcdef", 16);
 	prep_read_sel(&ring, a[0], 0, 27, 0, 152);
 	prep_read_sel(&ring, a[0], 0, 27, 0, 153);
@@ -706,13 +713,7 @@ int main(void)
 
 	note("a drained REMOVE_BUFFERS that fails at prep leaves the drain on; a REMOVE_BUFFERS of group 29, "
 	     "released to io-wq at once, then a PROVIDE_BUFFERS of it inline: the worker removes what it gave");
-	sqe = get_sqe(&ring);
-	io_uring_prep_remove_buffers(sqe, 1, 27);
-	sqe->off = 1;
-	sqe->flags |= IOSQE_IO_DRAIN;
-	sqe->user_data = 157;
-	submit_expect(&ring, 1);
-	reap_show(&ring, 1, NULL);
+	drain_left_on(157);
 	sqe = get_sqe(&ring);
 	io_uring_prep_remove_buffers(sqe, 2, 29);
 	sqe->user_data = 158;
