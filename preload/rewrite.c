@@ -427,6 +427,15 @@ static int reject_at_submission(struct ring *r, struct io_uring_sqe *sqe, int re
 	return 1;
 }
 
+/* Does io-wq issue sqe after the batch, as a worker gets to it?  Not one with
+ * IOSQE_CQE_SKIP_SUCCESS, which turns the kernel's skip rule on as it is
+ * placed, nor a drained one, nor one the kernel holds in its defer list
+ * (selects_in_worker says why). */
+static int worker_after_batch(const struct ring *r, const struct io_uring_sqe *sqe)
+{
+	return r->to_wq && !r->drain_waits && !(sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN));
+}
+
 /*
  * A PROVIDE_BUFFERS or REMOVE_BUFFERS the kernel hands to io-wq acts when a
  * worker issues it, after the submitting task has gone through the rest of
@@ -440,8 +449,7 @@ static int reject_at_submission(struct ring *r, struct io_uring_sqe *sqe, int re
  */
 static int emulated_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
-	if (!r->to_wq || r->drain_waits || r->x->drain_active ||
-	    (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN | SQE_LINK_FLAGS)))
+	if (!worker_after_batch(r, sqe) || r->x->drain_active || (sqe->flags & SQE_LINK_FLAGS))
 		return 0;
 	u->deferred = 1;
 	u->forced = (uint8_t)r->forced_async;
@@ -1672,7 +1680,7 @@ static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, co
  */
 static int selects_in_worker(const struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
-	if (!r->to_wq || r->drain_waits || (sqe->flags & (IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_DRAIN)))
+	if (!worker_after_batch(r, sqe))
 		return 0;
 	if (def->select == SELECT_AT_ISSUE)
 		return !def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE);
