@@ -60,7 +60,7 @@ $(B)/test/prog/%_static: test/prog/%_static.c test/prog/cqe_print.h
 	$(CC) $(CFLAGS) -o $@ $< -Wl,-Bstatic -luring -Wl,-Bdynamic -lpthread
 
 # The bs_ programs (provided buffers) share bs_bufs.h as well.
-$(B)/test/prog/bs_%: test/prog/bs_%.c test/prog/cqe_print.h test/prog/bs_bufs.h
+$(B)/test/prog/bs_%: test/prog/bs_%.c test/prog/cqe_print.h test/prog/bs_bufs.h test/prog/bs_rings.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
 

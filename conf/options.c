@@ -146,6 +146,22 @@ static void show_trap(const void *src, char *buf, size_t len)
 	snprintf(buf, len, "%s", trap_names[((const struct bufsel_conf *)src)->trap]);
 }
 
+static const char *const rings_names[] = { "auto", "emulate", "kernel" };
+
+static int parse_rings(void *dst, const char *v)
+{
+	int i = parse_name(v, rings_names, 3);
+	if (i < 0)
+		return i;
+	((struct bufsel_conf *)dst)->rings = (enum bufsel_rings)i;
+	return 0;
+}
+
+static void show_rings(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", rings_names[((const struct bufsel_conf *)src)->rings]);
+}
+
 static int parse_fail_alloc(void *dst, const char *v)
 {
 	uint64_t n;
@@ -286,6 +302,12 @@ const struct conf_option conf_options[CONF_KEYS] = {
 		.values = "0..4294967295", .expect = "an integer in 0..4294967295", .dflt = "0",
 		.help = "fault injection: the Nth memory allocation bufsel makes for its rings (buffer pools, requests, held chains, its own completions) fails, counted from 1 from the program's start (a forked child goes on from its parent's count), and bufsel says so on stderr; 0: none",
 		.parse = parse_fail_alloc, .show = show_fail_alloc,
+	},
+	[CONF_RINGS] = {
+		.name = "rings", .scope = CONF_SCOPE_GLOBAL,
+		.values = "auto|emulate|kernel", .expect = "one of auto|emulate|kernel", .dflt = "auto",
+		.help = "who keeps the program's buffer rings (IORING_REGISTER_PBUF_RING): emulate, bufsel in user space, on any kernel; kernel, the kernel (where it has none, registering fails as it does natively); auto: bufsel where the kernel, or the one BUFSEL_KERNEL names, lacks buffer rings or a ring flag the program asks for, or where a cap, max_len or enobufs_rate applies to the group, else the kernel",
+		.parse = parse_rings, .show = show_rings,
 	},
 	[CONF_CAP] = {
 		.name = "cap", .scope = CONF_SCOPE_GROUP,

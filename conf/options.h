@@ -42,6 +42,8 @@
 enum bufsel_mode { BUFSEL_MODE_EMULATE, BUFSEL_MODE_PASSTHROUGH };
 /* How inline system calls are caught: see docs/interception.md. */
 enum bufsel_trap { BUFSEL_TRAP_AUTO, BUFSEL_TRAP_DISPATCH, BUFSEL_TRAP_SECCOMP };
+/* Who keeps a buffer ring (IORING_REGISTER_PBUF_RING): docs/buffer-selection.md. */
+enum bufsel_rings { BUFSEL_RINGS_AUTO, BUFSEL_RINGS_EMULATE, BUFSEL_RINGS_KERNEL };
 enum bufsel_log_level { BUFSEL_LOG_ERROR, BUFSEL_LOG_WARN, BUFSEL_LOG_INFO, BUFSEL_LOG_DEBUG };
 
 /* Group ids that may have settings of their own; more is a configuration error. */
@@ -62,6 +64,7 @@ enum conf_key {
 	CONF_PATCH,
 	CONF_TRAP,
 	CONF_FAIL_ALLOC,
+	CONF_RINGS,
 	CONF_CAP,
 	CONF_MAX_LEN,
 	CONF_ENOBUFS_RATE,
@@ -103,6 +106,9 @@ struct bufsel_conf {
 	enum bufsel_trap trap;
 	/* Fault injection: the Nth of bufsel's own allocations fails; 0: none. */
 	uint32_t fail_alloc;
+	/* Buffer rings: bufsel's where the kernel lacks what the program uses
+	 * or a policy names the group (auto), always bufsel's, or the kernel's. */
+	enum bufsel_rings rings;
 	/* Secure-execution mode (AT_SECURE): nothing was taken from the environment. */
 	int secure;
 

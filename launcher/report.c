@@ -64,6 +64,7 @@ struct group_row {
 	uint64_t ring, bgid, provided, peak_in_use, selected, empty, capped, injected;
 	uint64_t buf_len, peak_size, peak_out;
 	bool has_buf_len, has_peak_size, has_peak_out;
+	uint64_t ring_entries;	/* a buffer ring bufsel kept: its size; 0 for a legacy group */
 	uint64_t bytes[HIST_BUCKETS], in_use[HIST_BUCKETS];
 };
 
@@ -389,6 +390,8 @@ static int load_group(struct loader *L, int g, const char *path, uint64_t ring, 
 	if ((r = get_u64(L, g, path, "peak_out", true, UINT64_MAX, &row->peak_out)) < 0)
 		return -1;
 	row->has_peak_out = r;
+	if (get_u64(L, g, path, "ring_entries", true, 32768, &row->ring_entries) < 0)
+		return -1;
 	/* The figures an older bufsel wrote that come nearest: the buffers it
 	 * provided, and those in use (its count of out ignores the ones the
 	 * program held). */
@@ -478,6 +481,13 @@ static void advise(const struct group_row *g, const struct options *o, struct ad
 	a->count = ((u128)g->peak_out * (whole + o->margin) + whole - 1) / whole;
 	if (!a->count)
 		a->count = 1;
+	/* A ring's size is a power of two, below 65536. */
+	if (g->ring_entries) {
+		u128 n = 1;
+		while (n < a->count && n < 32768)
+			n <<= 1;
+		a->count = n;
+	}
 	int b = percentile_bucket(g->bytes, o->percentile);
 	if (b < 0) {
 		a->no_bytes = true;
@@ -634,6 +644,11 @@ static void print_advice(FILE *out, const struct stats *st, const struct options
 		"count = ceil(peak out x %s), at least 1; length = bytes p%s, at most buf_len, at least 1\n"
 		"(buf_len when no bytes were recorded); saves = buffers x buf_len - count x length.\n",
 		margin, pct, factor, pct);
+	for (size_t i = 0; i < st->ngroups; i++)
+		if (st->groups[i].ring_entries) {
+			fputs("A buffer ring's count is the power of two at or above it (at most 32768).\n", out);
+			break;
+		}
 	u128 saved = 0, added = 0;
 	size_t known = 0;
 	for (size_t i = 0; i < st->ngroups; i++) {
@@ -649,9 +664,14 @@ static void print_advice(FILE *out, const struct stats *st, const struct options
 			fmt_u128(now, g->buf_len);
 		else
 			snprintf(now, sizeof(now), "?");
-		fprintf(out, "  ring %" PRIu64 " bgid %" PRIu64 ": %s buffer%s of %s bytes%s, now %" PRIu64 " of %s: ",
-			g->ring, g->bgid, n, a.count == 1 ? "" : "s", len, a.no_bytes ? " (no bytes recorded)" : "",
-			g->peak_size, now);
+		if (g->ring_entries)
+			fprintf(out, "  ring %" PRIu64 " bgid %" PRIu64 ": a buffer ring of %s entr%s, buffers of %s bytes%s, now %" PRIu64 " entries, %" PRIu64 " buffers of %s: ",
+				g->ring, g->bgid, n, a.count == 1 ? "y" : "ies", len,
+				a.no_bytes ? " (no bytes recorded)" : "", g->ring_entries, g->peak_size, now);
+		else
+			fprintf(out, "  ring %" PRIu64 " bgid %" PRIu64 ": %s buffer%s of %s bytes%s, now %" PRIu64 " of %s: ",
+				g->ring, g->bgid, n, a.count == 1 ? "" : "s", len,
+				a.no_bytes ? " (no bytes recorded)" : "", g->peak_size, now);
 		if (!a.memory_known) {
 			fputs("memory not estimated (no buf_len)\n", out);
 			continue;

@@ -101,7 +101,7 @@ static void held_mark(struct group *g, uint16_t bid, const struct pool_allocator
 }
 
 /* Provided again: the program gave the buffer back. */
-static void held_clear(struct group *g, uint16_t bid)
+void held_clear(struct group *g, uint16_t bid)
 {
 	uint64_t bit = 1ULL << (bid % 64);
 	if (g->held_bits && (g->held_bits[bid / 64] & bit)) {
@@ -219,41 +219,57 @@ int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, co
 	return 0;
 }
 
-static int refuse(struct group *g, uint64_t *reason)
+static int refuse(struct group *g, uint64_t *reason, int count)
 {
-	(*reason)++;
-	g->enobufs++;
+	if (count) {
+		(*reason)++;
+		g->enobufs++;
+	}
 	return -ENOBUFS;
 }
 
-int group_select(struct group *g, struct pool_buf *out)
+int group_admit(struct group *g, int empty, int count)
 {
 	/* The kernel's own reason first; the policy only narrows what is left. */
-	if (!g->count)
-		return refuse(g, &g->enobufs_empty);
+	if (empty)
+		return refuse(g, &g->enobufs_empty, count);
 	if (g->policy.cap && (uint64_t)g->in_use + g->held >= g->policy.cap)
-		return refuse(g, &g->enobufs_capped);
+		return refuse(g, &g->enobufs_capped, count);
 	if (policy_inject(g))
-		return refuse(g, &g->enobufs_injected);
-	const struct pool_slot *s = &g->slots[g->head];
-	uint32_t len = s->len;
+		return refuse(g, &g->enobufs_injected, count);
+	return 0;
+}
+
+void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, struct pool_buf *out)
+{
 	if (g->policy.max_len && len > g->policy.max_len)
 		len = g->policy.max_len;
-	*out = (struct pool_buf){ .addr = s->addr, .len = len, .bid = s->bid, .bgid = g->bgid };
-	g->head = (g->head + 1) & mask(g);
-	g->count--;
+	*out = (struct pool_buf){ .addr = addr, .len = len, .bid = bid, .bgid = g->bgid };
 	g->selected++;
 	if (++g->in_use > g->peak_in_use)
 		g->peak_in_use = g->in_use;
 	if (g->in_use + g->held > g->peak_out)
 		g->peak_out = g->in_use + g->held;
 	g->in_use_hist[pool_hist_bucket(g->in_use)]++;
+}
+
+int group_select(struct group *g, struct pool_buf *out, int count)
+{
+	int ret = group_admit(g, !g->count, count);
+	if (ret)
+		return ret;
+	const struct pool_slot *s = &g->slots[g->head];
+	group_took(g, s->addr, s->len, s->bid, out);
+	g->head = (g->head + 1) & mask(g);
+	g->count--;
 	return 0;
 }
 
 void group_putback(struct group *g, const struct pool_buf *b)
 {
 	g->in_use--;
+	if (g->kind == GROUP_RING_EMU)
+		ring_putback(g, b);
 	if (g->kind != GROUP_LEGACY)
 		return;
 	/* cap >= count + in_use held before the decrement, so there is room. */
@@ -270,7 +286,7 @@ void group_putback(struct group *g, const struct pool_buf *b)
 void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a)
 {
 	g->in_use--;
-	if (g->kind != GROUP_LEGACY)
+	if (!group_selects(g))
 		return;
 	g->consumed++;
 	if (g->policy.cap || g->policy.track_held)
@@ -283,19 +299,27 @@ void group_consume(struct group *g, uint16_t bid, int64_t used, const struct poo
 	trim(g, a);
 }
 
+uint32_t group_available(const struct group *g)
+{
+	/* A ring's tail as bufsel last read it: the program's memory may be
+	 * gone by the time statistics are written. */
+	return g->kind == GROUP_RING_EMU ? (uint16_t)(g->ring_tail_seen - g->ring_head) : g->count;
+}
+
 void group_stats(const struct group *g, struct pool_group_stats *out)
 {
 	*out = (struct pool_group_stats){
 		.provided = g->provided, .removed = g->removed, .selected = g->selected,
 		.returned = g->returned, .consumed = g->consumed, .enobufs = g->enobufs,
-		.available = g->count, .in_use = g->in_use, .peak_in_use = g->peak_in_use,
+		.available = group_available(g),
+		.in_use = g->in_use, .peak_in_use = g->peak_in_use,
 		.enobufs_empty = g->enobufs_empty, .enobufs_capped = g->enobufs_capped,
 		.enobufs_injected = g->enobufs_injected,
 		.waits = g->waits, .wait_ns = g->wait_ns,
 		.used_count = g->used_count, .used_bytes = g->used_bytes,
 		.policy = g->policy,
 		.held = g->held, .peak_out = g->peak_out,
-		.size = g->count + g->in_use + g->held, .peak_size = g->peak_size,
+		.size = group_available(g) + g->in_use + g->held, .peak_size = g->peak_size,
 		.buf_len = g->buf_len,
 	};
 }
@@ -318,7 +342,10 @@ int group_check(const struct group *g, uint16_t bgid)
 {
 	if (g->bgid != bgid)
 		return -EUCLEAN;
-	if (g->kind != GROUP_LEGACY && g->kind != GROUP_RING && g->kind != GROUP_GONE)
+	if (g->kind != GROUP_LEGACY && g->kind != GROUP_RING && g->kind != GROUP_GONE &&
+	    g->kind != GROUP_RING_EMU)
+		return -EUCLEAN;
+	if ((g->kind == GROUP_RING_EMU) != !!g->ring.entries)
 		return -EUCLEAN;
 	if ((g->cap & (g->cap - 1)) || (g->cap && g->cap < GROUP_MIN_CAP) ||
 	    g->cap > GROUP_SLOTS_MAX || !g->slots != !g->cap)
@@ -333,6 +360,11 @@ int group_check(const struct group *g, uint16_t bgid)
 		return -EUCLEAN;
 	if (policy_check(g))
 		return -EUCLEAN;
+	if (g->kind == GROUP_RING_EMU)
+		return ring_check(g) ||
+		       (uint16_t)(g->provided + g->returned - g->selected) !=
+			       (uint16_t)(g->ring_tail_seen - g->ring_head)
+			       ? -EUCLEAN : 0;
 	if (g->kind != GROUP_LEGACY)
 		return g->cap || (g->kind == GROUP_GONE && !g->in_use) ? -EUCLEAN : 0;
 	if ((uint64_t)g->count + g->in_use > g->cap)

@@ -41,6 +41,7 @@ enum group_kind {
 	GROUP_LEGACY = 1,	/* PROVIDE_BUFFERS created it */
 	GROUP_RING,		/* IORING_REGISTER_PBUF_RING took the id */
 	GROUP_GONE,		/* no group; in_use > 0 buffers still out */
+	GROUP_RING_EMU,		/* a buffer ring bufsel keeps itself (pool/ring.c) */
 };
 
 struct group {
@@ -63,7 +64,26 @@ struct group {
 	uint32_t peak_size;		/* most count + in_use + held at once */
 	uint32_t buf_len;		/* largest buffer length provided (clamped) */
 	uint64_t rng;			/* the injection generator's state */
+	/* GROUP_RING_EMU: the ring the program fills, as bufsel addresses it
+	 * (ring.mem is bufsel's own mapping of an IOU_PBUF_RING_MMAP ring,
+	 * which preload/ made and unmaps); the kernel's head, which only
+	 * bufsel knows; the tail as last read, to count what was provided. */
+	struct pool_ring ring;
+	uint16_t ring_head, ring_tail_seen;
 };
+
+/* Is the id a buffer ring, the kernel's or bufsel's?  Both refuse
+ * PROVIDE_BUFFERS and REMOVE_BUFFERS and a second registration. */
+static inline int group_is_ring(const struct group *g)
+{
+	return g->kind == GROUP_RING || g->kind == GROUP_RING_EMU;
+}
+
+/* The legacy groups and the emulated rings: those bufsel selects from. */
+static inline int group_selects(const struct group *g)
+{
+	return g->kind == GROUP_LEGACY || g->kind == GROUP_RING_EMU;
+}
 
 /* Starts a new life of kind k on the id: fresh counters, no policy, in_use
  * kept. */
@@ -85,9 +105,17 @@ uint32_t group_remove(struct group *g, uint32_t nbufs, struct pool_slot *kept, c
 /* Puts k slots group_remove kept back at the head, in their order, as if
  * the removal had never been: 0, or -ENOMEM with nothing changed. */
 int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, const struct pool_allocator *a);
+/* Whether a selection may go on, the kernel's reason (empty) first and
+ * then the policy's: 0, or -ENOBUFS, counted under its reason if count. */
+int group_admit(struct group *g, int empty, int count);
+/* A selection that was admitted took this buffer: *out, its len clamped to
+ * the policy's max_len, and the group's counters. */
+void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, struct pool_buf *out);
+/* The program provided bid again: it no longer holds it. */
+void held_clear(struct group *g, uint16_t bid);
 /* Head of a legacy group, its len clamped to the policy's max_len: 0 or
  * -ENOBUFS (empty, capped or injected, in that order). */
-int group_select(struct group *g, struct pool_buf *out);
+int group_select(struct group *g, struct pool_buf *out, int count);
 /* One of in_use comes back (the caller checked in_use > 0): to the head if
  * legacy, else dropped. */
 void group_putback(struct group *g, const struct pool_buf *b);
@@ -95,8 +123,17 @@ void group_putback(struct group *g, const struct pool_buf *b);
  * bytes the program got, or -1 if unknown. */
 void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a);
 
+/* Buffers a selection could take now, as last seen. */
+uint32_t group_available(const struct group *g);
 void group_stats(const struct group *g, struct pool_group_stats *out);
 void group_hist(const struct group *g, struct pool_group_hist *out);
+
+/* ring.c: an emulated ring's selection, put-back, and what it holds. */
+int ring_select(struct group *g, struct pool_buf *out, int count);
+void ring_putback(struct group *g, const struct pool_buf *b);
+uint32_t ring_available(const struct group *g);
+int ring_peek(const struct group *g, struct pool_buf *out);
+int ring_check(const struct group *g);
 
 /* policy.c: gives a legacy group its policy (normalised) and seeds its
  * generator from (seed, bgid). */

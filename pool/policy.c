@@ -66,7 +66,7 @@ int policy_check(const struct group *g)
 	const struct pool_policy *pol = &g->policy;
 	if (!(pol->enobufs_rate >= 0 && pol->enobufs_rate <= 1))
 		return -EUCLEAN;
-	if (g->kind != GROUP_LEGACY &&
+	if (!group_selects(g) &&
 	    (pol->cap || pol->max_len || pol->enobufs_rate != 0 || pol->seed || pol->track_held ||
 	     g->rng))
 		return -EUCLEAN;

@@ -134,7 +134,7 @@ int pool_provide(struct pool *p, const struct pool_provide *r)
 		if (!g)
 			return -ENOMEM;
 		policy_lookup(p, g);
-	} else if (g->kind == GROUP_RING) {
+	} else if (group_is_ring(g)) {
 		return -EINVAL;
 	} else if (g->kind == GROUP_GONE) {
 		ret = group_begin_legacy(g, &p->a);
@@ -172,7 +172,7 @@ static int remove_bufs(struct pool *p, const struct pool_remove *r, struct pool_
 	struct group *g = table_get(p, r->bgid);
 	if (!g || g->kind == GROUP_GONE)
 		return -ENOENT;
-	if (g->kind == GROUP_RING)
+	if (group_is_ring(g))
 		return -EINVAL;
 	uint32_t k = (uint32_t)r->nbufs < g->count ? (uint32_t)r->nbufs : g->count;
 	if (kept && k && (kept->slots = pool_alloc(&p->a, (size_t)k * sizeof(struct pool_slot))))
@@ -206,21 +206,33 @@ void pool_remove_undo(struct pool *p, struct pool_kept *kept)
 	pool_kept_free(p, kept);
 }
 
-int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)
+static int select_counted(struct pool *p, uint16_t bgid, struct pool_buf *out, int count)
 {
 	struct group *g = table_get(p, bgid);
-	if (!g || g->kind != GROUP_LEGACY)
+	if (!g || !group_selects(g))
 		return -ENOBUFS;
-	int ret = group_select(g, out);
+	int ret = g->kind == GROUP_RING_EMU ? ring_select(g, out, count) : group_select(g, out, count);
 	if (!ret)
 		if (++p->outstanding > p->peak_outstanding)
 			p->peak_outstanding = p->outstanding;
 	return ret;
 }
 
+int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)
+{
+	return select_counted(p, bgid, out, 1);
+}
+
+int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out)
+{
+	return select_counted(p, bgid, out, 0);
+}
+
 uint32_t pool_available(const struct pool *p, uint16_t bgid)
 {
 	const struct group *g = table_get(p, bgid);
+	if (g && g->kind == GROUP_RING_EMU)
+		return ring_available(g);
 	return g && g->kind == GROUP_LEGACY ? g->count : 0;
 }
 
@@ -232,6 +244,8 @@ int pool_has_group(const struct pool *p, uint16_t bgid)
 int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out)
 {
 	const struct group *g = table_get(p, bgid);
+	if (g && g->kind == GROUP_RING_EMU)
+		return ring_peek(g, out);
 	if (!g || g->kind != GROUP_LEGACY || !g->count)
 		return -ENOBUFS;
 	const struct pool_slot *s = &g->slots[g->head];
@@ -278,7 +292,7 @@ void pool_consume_bytes(struct pool *p, const struct pool_buf *b, uint32_t used)
 void pool_note_wait(struct pool *p, uint16_t bgid, uint64_t ns)
 {
 	struct group *g = table_get(p, bgid);
-	if (!g || g->kind != GROUP_LEGACY)
+	if (!g || !group_selects(g))
 		return;
 	g->waits++;
 	g->wait_ns += ns;
@@ -289,25 +303,53 @@ uint64_t pool_strays(const struct pool *p)
 	return p->strays;
 }
 
-int pool_ring_register(struct pool *p, uint16_t bgid)
+/* The id takes a ring of kind k (GROUP_RING or GROUP_RING_EMU): the group,
+ * or NULL with *err. */
+static struct group *ring_take(struct pool *p, uint16_t bgid, enum group_kind k, int *err)
 {
 	struct group *g = table_get(p, bgid);
-	if (!g)
-		return entry_new(p, bgid, GROUP_RING) ? 0 : -ENOMEM;
-	if (g->kind == GROUP_RING || (g->kind == GROUP_LEGACY && g->count))
-		return -EEXIST;
+	if (!g) {
+		g = entry_new(p, bgid, k);
+		*err = g ? 0 : -ENOMEM;
+		return g;
+	}
+	if (group_is_ring(g) || (g->kind == GROUP_LEGACY && g->count)) {
+		*err = -EEXIST;
+		return NULL;
+	}
 	/* An emptied legacy group dies here, counters and all; buffers still
 	 * out of it will be dropped when they come back. */
 	group_release(g, &p->a);
-	group_begin(g, GROUP_RING);
+	group_begin(g, k);
+	*err = 0;
+	return g;
+}
+
+int pool_ring_register(struct pool *p, uint16_t bgid)
+{
+	int err;
+	ring_take(p, bgid, GROUP_RING, &err);
+	return err;
+}
+
+int pool_ring_emulate(struct pool *p, uint16_t bgid, const struct pool_ring *ring)
+{
+	int err;
+	struct group *g = ring_take(p, bgid, GROUP_RING_EMU, &err);
+	if (!g)
+		return err;
+	g->ring = *ring;
+	g->ring_head = g->ring_tail_seen = 0;
+	policy_lookup(p, g);
 	return 0;
 }
 
 void pool_ring_unregister(struct pool *p, uint16_t bgid)
 {
 	struct group *g = table_get(p, bgid);
-	if (!g || g->kind != GROUP_RING)
+	if (!g || !group_is_ring(g))
 		return;
+	g->ring = (struct pool_ring){ 0 };
 	if (g->in_use)
 		group_begin(g, GROUP_GONE);
 	else
@@ -318,6 +360,46 @@ int pool_is_ring(const struct pool *p, uint16_t bgid)
 {
 	const struct group *g = table_get(p, bgid);
 	return g && g->kind == GROUP_RING;
+}
+
+int pool_ring_get(const struct pool *p, uint16_t bgid, struct pool_ring *out, uint16_t *head)
+{
+	const struct group *g = table_get(p, bgid);
+	if (!g || g->kind == GROUP_GONE)
+		return -ENOENT;
+	if (g->kind != GROUP_RING_EMU)
+		return -EINVAL;
+	*out = g->ring;
+	*head = g->ring_head;
+	return 0;
+}
+
+enum pool_kind pool_kind(const struct pool *p, uint16_t bgid)
+{
+	const struct group *g = p ? table_get(p, bgid) : NULL;
+	if (!g)
+		return POOL_NONE;
+	switch (g->kind) {
+	case GROUP_LEGACY:
+		return POOL_LEGACY;
+	case GROUP_RING:
+		return POOL_KERNEL_RING;
+	case GROUP_RING_EMU:
+		return POOL_EMULATED_RING;
+	default:
+		return POOL_NONE;
+	}
+}
+
+void pool_for_each_ring(const struct pool *p, void (*fn)(uint16_t bgid, const struct pool_ring *, void *),
+			void *arg)
+{
+	for (uint32_t d = 0; p && d < TABLE_FAN; d++) {
+		const struct table_chunk *c = p->dir[d];
+		for (uint32_t i = 0; c && i < TABLE_FAN; i++)
+			if (c->g[i] && c->g[i]->kind == GROUP_RING_EMU)
+				fn(c->g[i]->bgid, &c->g[i]->ring, arg);
+	}
 }
 
 uint64_t pool_peak_in_use(const struct pool *p)

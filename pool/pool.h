@@ -194,6 +194,9 @@ void pool_kept_free(struct pool *p, struct pool_kept *kept);
 /* Takes the head of group bgid: 0, or -ENOBUFS if the group is empty or is
  * not a legacy group (nonexistent or ring-mapped: a ring is the kernel's). */
 int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out);
+/* pool_select for a request whose earlier selection was refused and
+ * counted: a refusal now is not counted again. */
+int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out);
 /* Buffers in legacy group bgid now (0 if none or not legacy): what the
  * kernel's REQ_F_BL_EMPTY tells after a selection. */
 uint32_t pool_available(const struct pool *p, uint16_t bgid);
@@ -238,13 +241,60 @@ void pool_set_policy(struct pool *p,
 		     int (*policy_for)(uint16_t bgid, struct pool_policy *out, void *arg),
 		     void *arg);
 
+/*
+ * Buffer rings bufsel keeps itself (emulated): the program fills a ring of
+ * entries laid out as the kernel's struct io_uring_buf, the ring's tail in
+ * the last two bytes of entry 0 (struct io_uring_buf_ring), and advances the
+ * tail with release ordering; a selection reads the tail with acquire
+ * ordering and takes the entry at head & (entries - 1), as kbuf.c does, and
+ * the head, which the program never sees but through
+ * IORING_REGISTER_PBUF_STATUS, is the pool's.  Reading the ring is plain
+ * memory access: the caller makes sure the memory stays mapped.
+ */
+struct pool_ring_entry {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t bid;
+	uint16_t resv;		/* entry 0's is the ring's tail */
+};
+
+struct pool_ring {
+	struct pool_ring_entry *entries;	/* as the caller reads them */
+	uint32_t nr;				/* a power of two below 65536 */
+	uint16_t flags;				/* the registration's, kept for the caller */
+	void *mem;		/* the caller's own mapping of the ring, or NULL */
+	size_t mem_len;
+};
+
+/* The ring's tail as the program published it. */
+static inline uint16_t pool_ring_tail(const struct pool_ring *r)
+{
+	return __atomic_load_n(&r->entries[0].resv, __ATOMIC_ACQUIRE);
+}
+
+/* An emulated ring takes this id, as pool_ring_register: 0, -EEXIST or
+ * -ENOMEM.  Its policy is looked up as a legacy group's. */
+int pool_ring_emulate(struct pool *p, uint16_t bgid, const struct pool_ring *ring);
+/* The emulated ring on the id: 0 and *out, or -ENOENT (no group) or -EINVAL
+ * (a legacy group or the kernel's ring), as io_register_pbuf_status. */
+int pool_ring_get(const struct pool *p, uint16_t bgid, struct pool_ring *out, uint16_t *head);
+/* What the id holds, for the caller's choice of who answers. */
+enum pool_kind { POOL_NONE, POOL_LEGACY, POOL_KERNEL_RING, POOL_EMULATED_RING };
+enum pool_kind pool_kind(const struct pool *p, uint16_t bgid);
+/* Calls fn for every emulated ring (the pool must not change meanwhile). */
+void pool_for_each_ring(const struct pool *p, void (*fn)(uint16_t bgid, const struct pool_ring *, void *),
+			void *arg);
+
 /* A ring-mapped group (IORING_REGISTER_PBUF_RING) takes this id: 0, -EEXIST
  * if a legacy group with buffers or a ring already has it (an emptied legacy
  * group is replaced), or -ENOMEM.  Call it once the kernel's argument checks
  * have passed; if the registration then fails, call pool_ring_unregister: the
  * kernel, too, has destroyed the emptied legacy group by then. */
 int pool_ring_register(struct pool *p, uint16_t bgid);
+/* Either kind of ring leaves the id (an emulated ring's memory is the
+ * caller's to free: pool_ring_get first). */
 void pool_ring_unregister(struct pool *p, uint16_t bgid);
+/* The kernel's ring: the id is not bufsel's. */
 int pool_is_ring(const struct pool *p, uint16_t bgid);
 
 /* Legacy groups only: 0 or -ENOENT. */

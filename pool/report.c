@@ -98,7 +98,7 @@ static void put_hist(struct sink *s, const uint64_t *h)
 	put_mem(s, "]", 1);
 }
 
-/* The first legacy group with an id >= from, or NULL. */
+/* The first legacy group or emulated ring with an id >= from, or NULL. */
 static const struct group *next_legacy(const struct pool *p, uint32_t from)
 {
 	for (uint32_t d = from >> TABLE_SHIFT; d < TABLE_FAN; d++) {
@@ -107,7 +107,7 @@ static const struct group *next_legacy(const struct pool *p, uint32_t from)
 			continue;
 		uint32_t i = d == from >> TABLE_SHIFT ? from & (TABLE_FAN - 1) : 0;
 		for (; i < TABLE_FAN; i++)
-			if (c->g[i] && c->g[i]->kind == GROUP_LEGACY)
+			if (c->g[i] && group_selects(c->g[i]))
 				return c->g[i];
 	}
 	return NULL;
@@ -148,12 +148,12 @@ static void json_group(struct sink *s, const struct group *g)
 	put_s(s, ",\"seed\":\"");
 	put_u(s, pol->seed);
 	put_s(s, "\"},");
-	put_kv(s, "available", g->count, 0);
+	put_kv(s, "available", group_available(g), 0);
 	put_kv(s, "in_use", g->in_use, 0);
 	put_kv(s, "peak_in_use", g->peak_in_use, 0);
 	put_kv(s, "held", g->held, 0);
 	put_kv(s, "peak_out", g->peak_out, 0);
-	put_kv(s, "size", (uint64_t)g->count + g->in_use + g->held, 0);
+	put_kv(s, "size", (uint64_t)group_available(g) + g->in_use + g->held, 0);
 	put_kv(s, "peak_size", g->peak_size, 0);
 	put_kv(s, "buf_len", g->buf_len, 0);
 	put_kv(s, "provided", g->provided, 0);
@@ -176,6 +176,10 @@ static void json_group(struct sink *s, const struct group *g)
 	put_hist(s, g->used_hist);
 	put_s(s, "},\"in_use_hist\":");
 	put_hist(s, g->in_use_hist);
+	if (g->kind == GROUP_RING_EMU) {
+		put_s(s, ",\"ring_entries\":");
+		put_u(s, g->ring.nr);
+	}
 	put_mem(s, "}", 1);
 }
 

@@ -236,7 +236,7 @@ int compat_emulating(void)
 	return compat.kernel != 0;
 }
 
-static unsigned emulated(void)
+unsigned compat_kernel(void)
 {
 	return compat.kernel;
 }
@@ -262,20 +262,20 @@ static uint64_t known_bits(int t)
 {
 	uint64_t m = 0;
 	for (size_t i = 0; i < tables[t].n; i++)
-		if (tables[t].rows[i].since <= emulated())
+		if (tables[t].rows[i].since <= compat_kernel())
 			m |= 1ULL << i;
 	return m;
 }
 
 static int known_index(int t, unsigned i)
 {
-	return i < tables[t].n && tables[t].rows[i].since <= emulated();
+	return i < tables[t].n && tables[t].rows[i].since <= compat_kernel();
 }
 
 /* -EINVAL if v has a bit of table t the kernel lacks (each reported). */
 static int check_bits(int t, uint64_t v)
 {
-	if (!emulated())
+	if (!compat_kernel())
 		return 0;
 	uint64_t bad = v & ~known_bits(t);
 	for (unsigned i = 0; i < 64; i++)
@@ -296,18 +296,18 @@ int compat_enter_flags(unsigned flags)
 
 unsigned compat_features(unsigned f)
 {
-	if (!emulated())
+	if (!compat_kernel())
 		return f;
 	uint64_t m = 0;
 	for (size_t i = 0; i < N(features); i++)
-		if (features[i].since <= emulated())
+		if (features[i].since <= compat_kernel())
 			m |= 1ULL << i;
 	return f & (unsigned)m;
 }
 
 int compat_register_opcode(unsigned opcode)
 {
-	if (!emulated() || known_index(T_REGISTER, opcode))
+	if (!compat_kernel() || known_index(T_REGISTER, opcode))
 		return 0;
 	refused(T_REGISTER, opcode);
 	return -EINVAL;
@@ -360,12 +360,12 @@ static int fields_refused(struct io_uring_sqe *sqe)
 	uint32_t clear[N(field_at)] = { 0 };
 	for (unsigned i = 0; i < N(field_rows); i++) {
 		const struct field_row *r = &field_rows[i];
-		if (r->op != sqe->opcode || r->since <= emulated())
+		if (r->op != sqe->opcode || r->since <= compat_kernel())
 			continue;
 		uint32_t v = field_get(sqe, r->field) & r->bits;
 		if (!v)
 			continue;
-		if (r->read_since <= emulated()) {
+		if (r->read_since <= compat_kernel()) {
 			refused(T_FIELD, i);
 			bad = 1;
 		} else {
@@ -414,7 +414,7 @@ static void fail_at_prep(struct io_uring_sqe *sqe, int in_chain)
 
 void compat_sqe(struct io_uring_sqe *sqe, int in_chain)
 {
-	if (!emulated())
+	if (!compat_kernel())
 		return;
 	/* Both fail at prep with -EINVAL, and a chain they head or sit in
 	 * fails as it does on the old kernel; the old kernel's
@@ -443,7 +443,7 @@ void compat_sqe(struct io_uring_sqe *sqe, int in_chain)
  */
 void compat_probe(struct io_uring_probe *p, unsigned nr_ops)
 {
-	if (!emulated())
+	if (!compat_kernel())
 		return;
 	unsigned last = 0;
 	while (known_index(T_OP, last + 1))

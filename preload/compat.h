@@ -15,6 +15,8 @@ void compat_init(const struct bufsel_conf *c,
 		 void (*report)(const char *kind, const char *name, unsigned since));
 /* Is a kernel emulated at all? */
 int compat_emulating(void);
+/* The emulated kernel (major << 8 | minor), 0 when none is. */
+unsigned compat_kernel(void);
 
 /* -EINVAL if a setup flag, enter flag or register opcode is newer. */
 int compat_setup_flags(unsigned flags);

@@ -146,10 +146,14 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	if (cut)
 		cqe->res = (int)q->want;
 	req_recv_unbound(&r->reqs, q);
-	cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
+	/* A READ that waited for data (REQ_RING_LAZY): end of file delivers
+	 * its buffer, as a READ's does; it is no receive. */
+	int read = !!(q->flags & REQ_RING_LAZY);
+	if (!read)
+		cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
 	if (cqe->res >= 0 && write_back_msghdr(q))
 		cqe->res = -EFAULT;
-	int got = cqe->res > 0;
+	int got = read ? cqe->res >= 0 : cqe->res > 0;
 	spin_lock(&r->x->pool_lock);
 	if (got) {
 		if (!(q->flags & REQ_DELIVERED))
@@ -162,7 +166,8 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	cqe->user_data = q->user_data;
 	if (got)
 		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
-	int ok = !cut && cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want);
+	int ok = !cut && cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want) &&
+		 !(read && (uint32_t)cqe->res != q->want);
 	return finish_recv(r, q, cqe, ok);
 }
 
@@ -225,7 +230,7 @@ static void unpark(struct ring *r)
 {
 	for (struct req **p = &r->parked; *p;) {
 		struct req *q = *p;
-		int res = rewrite_bind_recv(r, q);
+		int res = rewrite_bind_recv(r, q, 1);
 		if (res == -ENOBUFS && !q->cflags && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
 			p = &q->next_parked;
 			continue;
@@ -288,7 +293,7 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 			return 0;
 		}
 	} else {
-		res = rewrite_bind_recv(r, q);
+		res = rewrite_bind_recv(r, q, 0);
 	}
 	if (!res) {
 		/* Data is there and a buffer is bound: issue the receive (and the
@@ -308,10 +313,11 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 {
 	int post_it = 1;
 	spin_lock(&r->x->pool_lock);
-	if ((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) {
-		/* An unregistered fixed file fails before selection.  A buffer
-		 * delivered without a CQE is rewrite_commit's to consume, before
-		 * or after this: giving it back too would count it twice. */
+	/* An unregistered fixed file fails before selection; a READ from a
+	 * file that polls (REQ_RING_LAZY) never committed its ring entry.  A
+	 * buffer delivered without a CQE is rewrite_commit's to consume, before
+	 * or after this: giving it back too would count it twice. */
+	if (((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) || ((q->flags & REQ_RING_LAZY) && cqe->res < 0)) {
 		if (!(q->flags & REQ_DELIVERED))
 			pool_putback(r->x->pool, &q->buf);
 	} else {

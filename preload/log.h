@@ -43,6 +43,7 @@ enum log_once {
 	ONCE_HELD_SHORT,	/* the kernel took part of a held chain */
 	ONCE_NO_PATCH,		/* the system refuses what site patching needs */
 	ONCE_UNDISPATCHED,	/* a thread left to run without Syscall User Dispatch */
+	ONCE_RING_INC,		/* an incremental buffer ring bufsel cannot keep */
 };
 
 int log_first(enum log_once what);	/* 1 the first time only */

@@ -9,6 +9,7 @@
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
 
+#include "preload/bufring.h"
 #include "preload/emulate.h"
 #include "preload/compat.h"
 #include "preload/log.h"
@@ -148,13 +149,24 @@ static void probe_mark_emulated(const long a[6])
 long emu_register(const long a[6])
 {
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
-	/* An older kernel does not know the opcode, ring or no ring. */
-	if (compat_register_opcode(opcode))
-		return -EINVAL;
 	struct ring *r = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
 				 ? ring_get_registered((unsigned)a[0])
 				 : ring_get((int)a[0]);
 	int shadowed = r != NULL;
+	if (r && bufring_opcode(opcode)) {
+		/* Buffer rings bufsel keeps are there on any kernel. */
+		long ret = bufring_register(r, opcode, a);
+		if (ret != -ENOSYS) {
+			ring_put(r);
+			return ret;
+		}
+	}
+	/* An older kernel does not know the opcode, ring or no ring. */
+	if (compat_register_opcode(opcode)) {
+		if (r)
+			ring_put(r);
+		return -EINVAL;
+	}
 	if (r && opcode == IORING_REGISTER_RESIZE_RINGS_NR) {
 		/* The kernel swaps the rings bufsel submits to and reaps from:
 		 * bufsel's view of them and the shadow follow (resize.c). */

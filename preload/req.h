@@ -73,6 +73,9 @@ enum req_flags {
 	REQ_TRUNC_ADDED = 1 << 10,	/* RECV: bufsel asked for MSG_TRUNC (bind_buffer) */
 	REQ_MAY_RETURN = 1 << 11,	/* RECV_SEL: may end without data, its buffer put back */
 	REQ_PROBED = 1 << 12,		/* RECV_SEL: its buffer's first byte was tried */
+	REQ_RING_LAZY = 1 << 13,	/* READ on an emulated ring's buffer, from a file that
+					 * polls: the kernel commits the entry only if the read
+					 * succeeds (an error leaves it, and the CQE, without it) */
 };
 
 struct req {

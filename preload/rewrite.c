@@ -1056,7 +1056,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 	return q;
 }
 
-int rewrite_bind_recv(struct ring *r, struct req *q)
+int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 {
 	struct io_uring_sqe *sqe = &q->orig;
 	const struct opdef *def = opdef_get(sqe->opcode);
@@ -1066,7 +1066,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q)
 	if (not_a_socket(sqe, def))
 		return -ENOTSOCK;
 	spin_lock(&r->x->pool_lock);
-	int res = pool_select(r->x->pool, sqe->buf_group, &q->buf);
+	int res = again ? pool_select_again(r->x->pool, sqe->buf_group, &q->buf)
+			: pool_select(r->x->pool, sqe->buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
 		if (def->null_putback) {
 			pool_putback(r->x->pool, &q->buf);
@@ -1080,9 +1081,12 @@ int rewrite_bind_recv(struct ring *r, struct req *q)
 	if (res)
 		return res;
 	q->kind = REQ_RECV_SEL;
-	if (sqe->msg_flags & MSG_WAITALL)
+	if (def->select == SELECT_AT_ISSUE)
+		q->flags |= REQ_RING_LAZY;	/* a READ that waited (ring_read_lazy) */
+	else if (sqe->msg_flags & MSG_WAITALL)
 		q->flags |= REQ_WAITALL;
-	sqe->ioprio &= ~IORING_RECVSEND_POLL_FIRST;
+	if (def->select != SELECT_AT_ISSUE)
+		sqe->ioprio &= ~IORING_RECVSEND_POLL_FIRST;
 	res = bind_buffer(r, q, sqe, def, want, &msg);
 	if (res)
 		pool_locked_putback(r, &q->buf);
@@ -1370,32 +1374,75 @@ static struct req *select_send_bundle(struct ring *r, struct io_uring_sqe *sqe,
 	return links ? q : NULL;
 }
 
-static void select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
-			struct rewrite_undo *u)
+/* Is the SQE's group a buffer ring bufsel keeps? */
+static int emulated_ring_group(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	spin_lock(&r->x->pool_lock);
+	int ring = pool_kind(r->x->pool, sqe->buf_group) == POOL_EMULATED_RING;
+	spin_unlock(&r->x->pool_lock);
+	return ring;
+}
+
+/*
+ * A READ from a buffer ring on a file that polls (a pipe, a socket, a tty):
+ * the kernel takes the head entry, and keeps it only if data came
+ * (io_should_commit: inline, and the file polls).  On an empty file the
+ * READ waits holding nothing, and takes its buffer when data is there, as
+ * a receive does; an error leaves the entry at the head.  Issued from
+ * io-wq, or on a regular file, the entry is taken at once, for good.
+ */
+static int ring_read_lazy(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	return !def->sr_flags && !(sqe->flags & IOSQE_FIXED_FILE) && !r->to_wq &&
+	       emulated_ring_group(r, sqe) && !cannot_poll(sqe->fd);
+}
+
+static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+			       struct rewrite_undo *u)
 {
 	uint32_t want;
 	int res = read_request(sqe, def, &want, NULL);
 	if (res) {
 		standin(r, sqe, res, FAIL_AT_PREP, u);
-		return;
+		return NULL;
 	}
 	if (left_to_kernel_bad_fd(r, sqe, def))
-		return;
-	if (not_a_socket(sqe, def))
+		return NULL;
+	if (not_a_socket(sqe, def)) {
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
-	else if (def->sr_flags && poll_first_ends_at_once(r, sqe))
+		return NULL;
+	}
+	if (def->sr_flags && poll_first_ends_at_once(r, sqe)) {
 		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);	/* io_send: before it selects */
-	else
+		return NULL;
+	}
+	if (!ring_read_lazy(r, sqe, def)) {
 		select_now(r, sqe, def, want, NULL, u);
+		return NULL;
+	}
+	struct pool_buf head;
+	spin_lock(&r->x->pool_lock);
+	res = pool_head(r->x->pool, sqe->buf_group, &head);
+	spin_unlock(&r->x->pool_lock);
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
+	if (!fd_readable(sqe->fd) && !(sqe->rw_flags & RWF_NOWAIT)) {
+		struct msghdr none = { 0 };
+		return recv_defer(r, sqe, want, &none, u);
+	}
+	select_now(r, sqe, def, want, NULL, u);
+	if (u->kind == UNDO_SELECT)
+		u->req->flags |= REQ_RING_LAZY;
+	return NULL;
 }
 
 static struct req *select_issue(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 				struct rewrite_undo *u)
 {
-	if (!def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE)) {
-		select_read(r, sqe, def, u);
-		return NULL;
-	}
+	if (!def->bundle || !(sqe->ioprio & IORING_RECVSEND_BUNDLE))
+		return select_read(r, sqe, def, u);
 	uint32_t want;
 	int res = read_request(sqe, def, &want, NULL);
 	if (res) {

@@ -60,8 +60,9 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u);
 /* The kernel consumed it: what waited for that happens now. */
 void rewrite_commit(struct ring *r, struct rewrite_undo *u);
 /* For the completion side (completion.c): selects a buffer for a receive
- * whose socket now has data and rewrites q->orig onto it; 0 or -errno. */
-int rewrite_bind_recv(struct ring *r, struct req *q);
+ * whose socket now has data and rewrites q->orig onto it; 0 or -errno.
+ * again: a parked receive tries again, its refusal already counted. */
+int rewrite_bind_recv(struct ring *r, struct req *q, int again);
 /* A multishot receive's next step into q->next: a poll, or (0, or -ENOBUFS
  * when the group is empty) a receive on a buffer selected now. */
 void rewrite_multi_poll(struct ring *r, struct req *q);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "preload/bufring.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
@@ -290,6 +291,7 @@ static void ring_destroy(struct ring *r)
 		note_held_peak(pool_peak_in_use(x->pool));
 		spin_unlock(&x->pool_lock);
 	}
+	bufring_release(r);
 	/* The pool is not destroyed: another process may still use the ring,
 	 * and all of the pool is in the arena, which goes with the last
 	 * process's mapping of it. */

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "preload/bufring.h"
 #include "preload/compat.h"
 #include "preload/emulate.h"
 #include "preload/uring_abi.h"
@@ -492,12 +493,17 @@ long emu_mmap(const long a[6])
 	uint64_t off = (uint64_t)a[5];
 	struct ring *r = ring_get(fd);
 	size_t memoff;
+	long ret;
 
-	if (!r || off >= IORING_OFF_PBUF_RING)	/* buffer rings are the kernel's */
+	if (!r)
 		return sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
-	long ret = shadow_map_offset(&r->sh.lay, off, len, &memoff);
-	if (!ret)
+	if (off >= IORING_OFF_PBUF_RING) {
+		ret = bufring_mmap(r, a);
+		if (ret == -ENOSYS)	/* the kernel's buffer ring */
+			ret = sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
+	} else if (!(ret = shadow_map_offset(&r->sh.lay, off, len, &memoff))) {
 		ret = map_shadow_part(r, (void *)a[0], len, (int)a[2], (int)a[3], memoff);
+	}
 	ring_put(r);
 	return ret;
 }

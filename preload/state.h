@@ -45,6 +45,9 @@ struct bufsel_state {
 	/* bufsel threads created but not yet running their own code: a fork
 	 * waits for them (mover_before_fork). */
 	atomic_int threads_starting;
+	/* What the running kernel's buffer rings can do (bufring.c), probed
+	 * once on a ring of bufsel's own; 0 until then. */
+	atomic_uint kernel_rings;
 	struct bufsel_counters n;
 };
 

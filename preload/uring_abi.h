@@ -7,9 +7,11 @@
 #define BUFSEL_PRELOAD_URING_ABI_H
 
 #include <linux/io_uring.h>
+#include <stdint.h>
 
 #ifndef IORING_OFF_PBUF_RING
 #define IORING_OFF_PBUF_RING 0x80000000ULL
+#endif
 #ifndef IORING_REGISTER_PBUF_STATUS
 #define IORING_REGISTER_PBUF_STATUS 26
 #endif
@@ -18,8 +20,28 @@
  * arrived, for BUFSEL_KERNEL. */
 #define KERNEL_PBUF_RING 0x513		/* 5.19: IORING_REGISTER_PBUF_RING */
 #define KERNEL_SOCK_NONEMPTY 0x513	/* 5.19: IORING_CQE_F_SOCK_NONEMPTY */
+#define KERNEL_PBUF_RING_MMAP 0x604	/* 6.4: IOU_PBUF_RING_MMAP */
+#define KERNEL_PBUF_RING_INC 0x60c	/* 6.12: IOU_PBUF_RING_INC */
 
-#endif
+/* Buffer rings as 6.18 has them (6.1's header names the flags field pad). */
+#define BUFRING_MMAP 1u			/* IOU_PBUF_RING_MMAP */
+#define BUFRING_INC 2u			/* IOU_PBUF_RING_INC */
+#define BUFRING_OFF_SHIFT 16		/* IORING_OFF_PBUF_SHIFT */
+#define BUFRING_OFF_MASK 0xf8000000ULL	/* IORING_OFF_MMAP_MASK */
+
+struct bufring_reg {			/* struct io_uring_buf_reg */
+	uint64_t ring_addr;
+	uint32_t ring_entries;
+	uint16_t bgid;
+	uint16_t flags;
+	uint64_t resv[3];
+};
+
+struct bufring_status {			/* struct io_uring_buf_status */
+	uint32_t buf_group;
+	uint32_t head;
+	uint32_t resv[8];
+};
 #ifndef IORING_REGISTER_USE_REGISTERED_RING
 #define IORING_REGISTER_USE_REGISTERED_RING (1U << 31)
 #endif

@@ -118,7 +118,10 @@
 	X(bs_groups, 15, true, false)          \
 	X(bs_idle, 30, true, false) /* 5.6 lacks ASYNC_CANCEL_ALL: 5.19 */ \
 	X(bs_echo, 30, true, true)             \
+	X(bs_ring_basic, 10, true, true) /* 5.6 lacks buffer rings: bufsel keeps them (rings = auto) */ \
+	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(pol_cap, 10, true, true)             \
+	X(pol_ring_cap, 10, true, true) /* 5.6 lacks buffer rings: bufsel keeps them (rings = auto) */ \
 	X(pol_maxlen, 10, true, true)          \
 	X(pol_inject, 10, true, true)          \
 	X(pol_stats, 10, true, true)           \
@@ -155,9 +158,11 @@ struct prog {
 #define PROG_ENTRY(n, t, u, k) { #n, t, u },
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
-enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY, SECCOMP };
+enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY, SECCOMP, RINGS_EMULATE, KERNEL515,
+	    KERNEL56_KERNEL_RINGS };
 static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6",
-					 "trap only", "seccomp" };
+					 "trap only", "seccomp", "rings emulated", "kernel 5.15",
+					 "kernel 5.6, rings the kernel's" };
 
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -185,16 +190,21 @@ static const struct prog *find_prog(const char *name)
  * and the library rejects BUFSEL_ variables it does not know; a user's
  * BUFSEL_MODE must not leak into the runs either.
  */
-static char **make_env(const char *extra1, const char *extra2, const char *extra3)
+static char **make_env4(const char *extra1, const char *extra2, const char *extra3, const char *extra4)
 {
 	size_t k;
-	char **env = harness_env(3, &k);
-	const char *extra[] = { extra1, extra2, extra3 };
-	for (size_t i = 0; i < 3; i++)
+	char **env = harness_env(4, &k);
+	const char *extra[] = { extra1, extra2, extra3, extra4 };
+	for (size_t i = 0; i < 4; i++)
 		if (extra[i])
 			env[k++] = (char *)extra[i];
 	env[k] = NULL;
 	return env;
+}
+
+static char **make_env(const char *extra1, const char *extra2, const char *extra3)
+{
+	return make_env4(extra1, extra2, extra3, NULL);
 }
 
 /* arg: one argument for the program, or NULL. */
@@ -223,14 +233,20 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 	case KERNEL56:
 	case TRAP_ONLY:
 	case SECCOMP:
+	case RINGS_EMULATE:
+	case KERNEL515:
+	case KERNEL56_KERNEL_RINGS:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
-		env = make_env(preload, "BUFSEL_LOG=info",
+		env = make_env4(preload, "BUFSEL_LOG=info",
 			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough"
-			       : mode == KERNEL56  ? "BUFSEL_KERNEL=5.6"
+			       : mode == KERNEL56 || mode == KERNEL56_KERNEL_RINGS ? "BUFSEL_KERNEL=5.6"
 			       : mode == TRAP_ONLY ? "BUFSEL_PATCH=off"
 			       : mode == SECCOMP   ? "BUFSEL_TRAP=seccomp"
-						   : NULL);
+			       : mode == RINGS_EMULATE ? "BUFSEL_RINGS=emulate"
+			       : mode == KERNEL515 ? "BUFSEL_KERNEL=5.15"
+						   : NULL,
+			       mode == KERNEL56_KERNEL_RINGS ? "BUFSEL_RINGS=kernel" : NULL);
 		break;
 	case LAUNCHER:
 		cr_assert(access(launcher, X_OK) == 0, "%s: %s; the launcher runs cannot pass without it",
@@ -465,6 +481,23 @@ static void check_against_native(const char *name, enum mode mode)
 PROGRAMS(SUITE_TESTS)
 
 /*
+ * Programs with buffer rings run, besides the suites above (where the
+ * kernel keeps their rings), with every ring kept by bufsel, and, those
+ * that use nothing newer, as on Linux 5.15, which has no buffer rings:
+ * bufsel keeps them there by default.  Each must print what the kernel's
+ * rings gave natively.
+ */
+#define RINGS_EMULATED_TEST(n) \
+	Test(rings_emulated, n, .timeout = 60) { check_against_native(#n, RINGS_EMULATE); }
+#define KERNEL515_TEST(n) \
+	Test(kernel515, n, .timeout = 60) { check_against_native(#n, KERNEL515); }
+RINGS_EMULATED_TEST(bs_ring_basic)
+KERNEL515_TEST(bs_ring_basic)
+RINGS_EMULATED_TEST(bs_ring_multishot)	/* 5.15 lacks multishot RECV (6.0) */
+RINGS_EMULATED_TEST(pol_ring_cap)
+KERNEL515_TEST(pol_ring_cap)
+
+/*
  * The other suites run under Syscall User Dispatch, the default on this
  * kernel; these programs also run under the seccomp fallback (trap =
  * seccomp).  exec_uring_nopreload cannot: the filter outlives execve.
@@ -548,6 +581,8 @@ Test(patch, register_check_ran_through_rewritten_sites, .timeout = 30)
  * CUR_PERSONALITY), its probe (nothing after EPOLL_CTL but what bufsel adds),
  * -EINVAL from setup, enter and register for what it does not know, and an
  * unknown opcode or SQE flag failing at prep (which also ends the submit).
+ * Buffer rings (5.19) are there all the same: bufsel keeps them (rings =
+ * auto), unless the kernel is to keep them.
  */
 Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 {
@@ -573,7 +608,7 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 			 "note enter GETEVENTS 0\n"
 			 "note register PROBE with no probe -22\n"
 			 "note register ENABLE_RINGS -22\n"
-			 "note register PBUF_RING -22\n"
+			 "note register PBUF_RING 0\n"
 			 "note register 200 -22\n"
 			 "note register RESIZE_RINGS on a pipe -22\n"
 			 "note submit 3\n"
@@ -582,6 +617,15 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 			 "cqe ud=2 res=-125 flags=0x0\n"
 			 "cqe ud=3 res=-22 flags=0x0\n"
 			 "cqe ud=4 res=0 flags=0x0\n");
+	free_run(&run_a);
+}
+
+Test(kernel56, buffer_rings_refused_when_the_kernel_keeps_them, .timeout = 30)
+{
+	const struct prog *p = find_prog("compat_kernel");
+	run_prog(&run_a, p, KERNEL56_KERNEL_RINGS);
+	expect_success(&run_a, "compat_kernel");
+	cr_assert(strstr(run_a.out, "note register PBUF_RING -22\n"), "%s", run_a.out);
 	free_run(&run_a);
 }
 

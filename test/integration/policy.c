@@ -1077,3 +1077,49 @@ Test(config, bad_file_line_through_the_launcher, .timeout = 30)
 {
 	bad_file(LAUNCHER, "bufsel --");
 }
+
+/* ---- a cap on a buffer ring ------------------------------------------------ */
+
+/*
+ * A cap names group 1, which is a buffer ring: with rings = auto bufsel keeps
+ * that ring itself (the kernel has rings of its own) so that the cap can
+ * apply.  Twelve receives, a ring of 16, a cap of 8, no buffer given back:
+ * eight receive and four fail with -ENOBUFS, counted as capped; the
+ * statistics show the ring, and bufsel report sizes it as a ring (a power of
+ * two).  Natively all twelve receive.
+ */
+Test(cap, on_a_buffer_ring, .timeout = 30)
+{
+	run_prog(&run_a, NATIVE, "pol_ring_cap", NULL);
+	harness_expect_exit(&run_a, 0, "pol_ring_cap natively");
+	cr_assert(strstr(run_a.out, "note 12 received, 0 -ENOBUFS\n"), "%s", run_a.out);
+
+	char path[] = "/tmp/bufsel-policy-ring-XXXXXX";
+	static char var[64];
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0, "mkstemp: %s", strerror(errno));
+	close(fd);
+	snprintf(var, sizeof(var), "BUFSEL_STATS=%s", path);
+	run_prog(&run_a, PRELOAD, "pol_ring_cap", VARS(var, "BUFSEL_GROUP_1_CAP=8"));
+	size_t len;
+	const char *text = slurp(path, &len);
+	harness_expect_exit(&run_a, 0, "pol_ring_cap, cap 8");
+	expect_loaded(&run_a, "pol_ring_cap, cap 8");
+	cr_assert(strstr(run_a.out, "note 8 received, 4 -ENOBUFS\n"), "%s", run_a.out);
+	int root = jparse(text, len);
+	int group = jindex(jmember(jindex(jmember(root, "rings"), 0), "groups"), 0);
+	cr_assert(jint(jmember(group, "bgid"), "bgid") == 1, "%s", text);
+	cr_assert(jint(jmember(group, "ring_entries"), "ring_entries") == 16, "%s", text);
+	cr_assert(jint(jmember(group, "peak_out"), "peak_out") == 8, "%s", text);
+	cr_assert(jint(jpath(group, "enobufs.capped"), "enobufs.capped") == 4, "%s", text);
+	cr_assert(jint(jmember(group, "selected"), "selected") == 8, "%s", text);
+
+	const char *argv[] = { launcher_path(), "report", path, NULL };
+	size_t k;
+	char **env = harness_env(0, &k);
+	env[k] = NULL;
+	harness_run(&run_b, (char **)argv, env, RUN_TIMEOUT);
+	unlink(path);
+	harness_expect_exit(&run_b, 0, "bufsel report");
+	cr_assert(strstr(run_b.out, "ring 0 bgid 1: a buffer ring of 16 entries"), "%s", run_b.out);
+}

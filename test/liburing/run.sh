@@ -37,13 +37,15 @@ NOBODY=65534
 
 # Mode name -> environment of the test (native has none).  The "user" modes
 # run through setpriv as uid/gid 65534 with no supplementary groups.
+# kernel-5.6 is that kernel as it was: buffer rings, which bufsel would
+# otherwise keep there itself (rings = auto), are left to it and refused.
 MODES=(native default patch-off passthrough kernel-5.6 user-native user)
 declare -A MODE_ENV=(
 	[native]=""
 	[default]="LD_PRELOAD=@LIB@"
 	[patch-off]="LD_PRELOAD=@LIB@ BUFSEL_PATCH=off"
 	[passthrough]="LD_PRELOAD=@LIB@ BUFSEL_MODE=passthrough"
-	[kernel-5.6]="LD_PRELOAD=@LIB@ BUFSEL_KERNEL=5.6"
+	[kernel-5.6]="LD_PRELOAD=@LIB@ BUFSEL_KERNEL=5.6 BUFSEL_RINGS=kernel"
 	[user-native]=""
 	[user]="LD_PRELOAD=@LIB@"
 )

@@ -1,0 +1,105 @@
+/*
+ * A buffer ring bufsel keeps itself (GROUP_RING_EMU), as kbuf.c keeps a
+ * ring-mapped group: the program writes entries and publishes them by moving
+ * the tail; a selection takes the entry at the head, which only the pool
+ * moves.  Legacy groups and emulated rings share the selection's counters,
+ * policies and histograms (group.c); what differs is where the buffers are.
+ *
+ * The kernel does not consume a ring entry until the request that selected
+ * it commits (a receive that finds no data leaves the head where it was);
+ * bufsel selects only once the data is there, so it moves the head at once,
+ * and a put-back moves it back when the entry is still the last one taken.
+ */
+#include "pool/table.h"
+
+#include <errno.h>
+
+static uint16_t ring_mask(const struct group *g)
+{
+	return (uint16_t)(g->ring.nr - 1);
+}
+
+static const struct pool_ring_entry *entry_at(const struct group *g, uint16_t i)
+{
+	return &g->ring.entries[i & ring_mask(g)];
+}
+
+/* The tail now; what the program added since the last look was provided
+ * (again: a buffer it held is no longer held). */
+static uint16_t refresh(struct group *g)
+{
+	uint16_t tail = pool_ring_tail(&g->ring);
+	uint16_t added = (uint16_t)(tail - g->ring_tail_seen);
+	g->provided += added;
+	if (g->held) {
+		uint16_t n = added < g->ring.nr ? added : (uint16_t)g->ring.nr;
+		for (uint16_t i = 0; i < n; i++)
+			held_clear(g, __atomic_load_n(&entry_at(g, (uint16_t)(tail - n + i))->bid,
+						      __ATOMIC_RELAXED));
+	}
+	g->ring_tail_seen = tail;
+	uint32_t size = (uint32_t)(uint16_t)(tail - g->ring_head) + g->in_use + g->held;
+	if (size > g->peak_size)
+		g->peak_size = size;
+	return tail;
+}
+
+int ring_select(struct group *g, struct pool_buf *out, int count)
+{
+	uint16_t tail = refresh(g);
+	int ret = group_admit(g, tail == g->ring_head, count);
+	if (ret)
+		return ret;
+	const struct pool_ring_entry *e = entry_at(g, g->ring_head);
+	/* The program may be writing other entries: each field is read once. */
+	uint64_t addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
+	uint32_t len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+	uint16_t bid = __atomic_load_n(&e->bid, __ATOMIC_RELAXED);
+	if (len > g->buf_len)
+		g->buf_len = len;
+	group_took(g, addr, len, bid, out);
+	g->ring_head++;
+	return 0;
+}
+
+void ring_putback(struct group *g, const struct pool_buf *b)
+{
+	/* Only if nothing was taken since, and the program has not published
+	 * a new entry over the slot (the ring would then hold more than nr). */
+	uint16_t last = (uint16_t)(g->ring_head - 1);
+	const struct pool_ring_entry *e = entry_at(g, last);
+	if ((uint16_t)(g->ring_tail_seen - last) <= g->ring.nr &&
+	    __atomic_load_n(&e->bid, __ATOMIC_RELAXED) == b->bid &&
+	    __atomic_load_n(&e->addr, __ATOMIC_RELAXED) == b->addr) {
+		g->ring_head = last;
+		g->returned++;
+	}
+}
+
+uint32_t ring_available(const struct group *g)
+{
+	return (uint16_t)(pool_ring_tail(&g->ring) - g->ring_head);
+}
+
+int ring_peek(const struct group *g, struct pool_buf *out)
+{
+	if (pool_ring_tail(&g->ring) == g->ring_head)
+		return -ENOBUFS;
+	const struct pool_ring_entry *e = entry_at(g, g->ring_head);
+	*out = (struct pool_buf){
+		.addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED),
+		.len = __atomic_load_n(&e->len, __ATOMIC_RELAXED),
+		.bid = __atomic_load_n(&e->bid, __ATOMIC_RELAXED),
+		.bgid = g->bgid,
+	};
+	return 0;
+}
+
+int ring_check(const struct group *g)
+{
+	if (!g->ring.entries || !g->ring.nr || g->ring.nr >= 65536 || (g->ring.nr & (g->ring.nr - 1)))
+		return -EUCLEAN;
+	if (g->cap || g->slots || g->count)
+		return -EUCLEAN;
+	return 0;
+}

@@ -1,0 +1,305 @@
+/*
+ * Buffer rings bufsel keeps itself.  Who keeps a ring is decided once, at
+ * its registration (BUFSEL_RINGS): bufsel, where the kernel (or the one
+ * BUFSEL_KERNEL names) lacks buffer rings or a flag the registration asks
+ * for, or where a policy names the group, so that caps and fault injection
+ * reach ring-based programs too; else the kernel, which bufsel then only
+ * marks in the pool.  An emulated ring is never seen by the kernel: its
+ * registration, its mmap and every SELECT on it are answered here and in
+ * the rewrite, as for legacy groups.
+ *
+ * The checks run in io_register_pbuf_ring's order (io_uring/kbuf.c and the
+ * region code of io_uring/memmap.c, 6.18), so that a bad registration
+ * fails with the kernel's error.  The ring of an IOU_PBUF_RING_MMAP
+ * registration is bufsel's own shared memory, which the program's mmap
+ * aliases; a ring in the program's memory is read where it is, as the
+ * kernel reads the pages it pinned.
+ */
+#define _GNU_SOURCE
+#include "preload/bufring.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "conf/options.h"
+#include "pool/pool.h"
+#include "preload/compat.h"
+#include "preload/log.h"
+#include "preload/ring.h"
+#include "preload/state.h"
+#include "preload/sys.h"
+#include "preload/uaccess.h"
+#include "preload/uring_abi.h"
+
+#define PAGE_LEN 4096u
+
+/* What the kernel's buffer rings can do (bufsel.kernel_rings). */
+enum {
+	KR_PROBED = 1,
+	KR_RINGS = 2,
+	KR_MMAP = 4,
+	KR_INC = 8,
+};
+
+static int probe_flags(long fd, uint16_t flags, void *mem)
+{
+	struct bufring_reg reg = {
+		.ring_addr = (flags & BUFRING_MMAP) ? 0 : (uint64_t)(uintptr_t)mem,
+		.ring_entries = 1,
+		.flags = flags,
+	};
+	if (sys_call6(__NR_io_uring_register, fd, IORING_REGISTER_PBUF_RING, (long)&reg, 1, 0, 0))
+		return 0;
+	struct bufring_reg undo = { 0 };
+	sys_call6(__NR_io_uring_register, fd, IORING_UNREGISTER_PBUF_RING, (long)&undo, 1, 0, 0);
+	return 1;
+}
+
+/* The running kernel, asked on a ring of bufsel's own that lives for the
+ * probe only; then the kernel BUFSEL_KERNEL names, which has no more. */
+static unsigned kernel_rings(void)
+{
+	unsigned v = compat_kernel();
+	if (v && v < KERNEL_PBUF_RING)
+		return KR_PROBED;
+	unsigned k = atomic_load_explicit(&bufsel.kernel_rings, memory_order_acquire);
+	if (!k) {
+		k = KR_PROBED;
+		struct io_uring_params p = { 0 };
+		long fd = sys_call3(__NR_io_uring_setup, 1, (long)&p, 0);
+		void *mem = sys_mmap(NULL, PAGE_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (fd >= 0 && !sys_is_err((long)mem)) {
+			k |= probe_flags(fd, 0, mem) ? KR_RINGS : 0;
+			k |= (k & KR_RINGS) && probe_flags(fd, BUFRING_MMAP, mem) ? KR_MMAP : 0;
+			k |= (k & KR_RINGS) && probe_flags(fd, BUFRING_INC, mem) ? KR_INC : 0;
+		}
+		if (fd >= 0)
+			sys_close((int)fd);
+		if (!sys_is_err((long)mem))
+			sys_munmap(mem, PAGE_LEN);
+		atomic_store_explicit(&bufsel.kernel_rings, k, memory_order_release);
+	}
+	if (v && v < KERNEL_PBUF_RING_MMAP)
+		k &= ~(unsigned)KR_MMAP;
+	if (v && v < KERNEL_PBUF_RING_INC)
+		k &= ~(unsigned)KR_INC;
+	return k;
+}
+
+static int group_has_policy(uint16_t bgid)
+{
+	const struct conf_group *g = conf_group_get(&bufsel.conf, bgid);
+	return g->cap || g->max_len || g->enobufs_ppb;
+}
+
+/* Does bufsel keep the ring this registration asks for? */
+static int emulated_ring(const struct bufring_reg *reg)
+{
+	if (bufsel.conf.rings == BUFSEL_RINGS_KERNEL)
+		return 0;
+	if (bufsel.conf.rings == BUFSEL_RINGS_EMULATE)
+		return 1;
+	unsigned k = kernel_rings();
+	if (!(k & KR_RINGS) || ((reg->flags & BUFRING_MMAP) && !(k & KR_MMAP)) ||
+	    ((reg->flags & BUFRING_INC) && !(k & KR_INC)))
+		return 1;
+	return group_has_policy(reg->bgid);
+}
+
+int bufring_opcode(unsigned opcode)
+{
+	return bufsel.conf.rings != BUFSEL_RINGS_KERNEL &&
+	       (opcode == IORING_REGISTER_PBUF_RING || opcode == IORING_UNREGISTER_PBUF_RING ||
+		opcode == IORING_REGISTER_PBUF_STATUS);
+}
+
+static int resv_zero(const uint64_t *v, unsigned n)
+{
+	uint64_t any = 0;
+	for (unsigned i = 0; i < n; i++)
+		any |= v[i];
+	return !any;
+}
+
+/* io_create_region for a ring in the program's memory: the kernel pins
+ * every page of it, which fails on an address it cannot reach. */
+static long user_region(uint64_t addr, size_t len)
+{
+	if (!addr)
+		return -EFAULT;
+	if (addr & (PAGE_LEN - 1))
+		return -EINVAL;
+	if (addr + len < addr)
+		return -EOVERFLOW;
+	for (size_t at = 0; at < len; at += PAGE_LEN) {
+		char c;
+		if (copy_from_prog(&c, (const void *)(uintptr_t)(addr + at), 1))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static void pool_kind_of(struct ring *r, uint16_t bgid, enum pool_kind *kind, uint32_t *available)
+{
+	spin_lock(&r->x->pool_lock);
+	*kind = pool_kind(r->x->pool, bgid);
+	*available = pool_available(r->x->pool, bgid);
+	spin_unlock(&r->x->pool_lock);
+}
+
+static long register_ring(struct ring *r, const struct bufring_reg *reg)
+{
+	if (!resv_zero(reg->resv, 3))
+		return -EINVAL;
+	if (reg->flags & ~(BUFRING_MMAP | BUFRING_INC))
+		return -EINVAL;
+	if (!reg->ring_entries || (reg->ring_entries & (reg->ring_entries - 1)) || reg->ring_entries >= 65536)
+		return -EINVAL;
+	if (reg->flags & BUFRING_INC) {
+		/* Not yet: the kernel's, where it has them, else refused as by a
+		 * kernel without them. */
+		log_once(BUFSEL_LOG_WARN, ONCE_RING_INC, "buffer ring %u: incremental consumption (IOU_PBUF_RING_INC) is not emulated yet",
+			 reg->bgid);
+		return (kernel_rings() & KR_INC) ? -ENOSYS : -EINVAL;
+	}
+	enum pool_kind kind;
+	uint32_t available;
+	pool_kind_of(r, reg->bgid, &kind, &available);
+	if (kind == POOL_KERNEL_RING || kind == POOL_EMULATED_RING || (kind == POOL_LEGACY && available))
+		return -EEXIST;
+	size_t len = ((size_t)reg->ring_entries * sizeof(struct pool_ring_entry) + PAGE_LEN - 1) & ~(size_t)(PAGE_LEN - 1);
+	struct pool_ring ring = { .nr = reg->ring_entries, .flags = reg->flags };
+	if (reg->flags & BUFRING_MMAP) {
+		void *mem = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (sys_is_err((long)mem))
+			return -ENOMEM;
+		ring.mem = mem;
+		ring.mem_len = len;
+		ring.entries = mem;
+	} else {
+		long err = user_region(reg->ring_addr, len);
+		if (err)
+			return err;
+		ring.entries = (struct pool_ring_entry *)(uintptr_t)reg->ring_addr;
+	}
+	spin_lock(&r->x->pool_lock);
+	long ret = pool_ring_emulate(r->x->pool, reg->bgid, &ring);
+	spin_unlock(&r->x->pool_lock);
+	if (ret && ring.mem)
+		sys_munmap(ring.mem, ring.mem_len);
+	if (!ret)
+		log_debug("buffer ring %u: emulated (%u entries%s)", reg->bgid, reg->ring_entries,
+			  ring.mem ? ", mapped by bufsel" : "");
+	return ret;
+}
+
+static long unregister_ring(struct ring *r, const struct bufring_reg *reg)
+{
+	if (!resv_zero(reg->resv, 3) || reg->flags)
+		return -EINVAL;
+	struct pool_ring ring;
+	uint16_t head;
+	spin_lock(&r->x->pool_lock);
+	long ret = pool_ring_get(r->x->pool, reg->bgid, &ring, &head);
+	enum pool_kind kind = pool_kind(r->x->pool, reg->bgid);
+	if (!ret)
+		pool_ring_unregister(r->x->pool, reg->bgid);
+	spin_unlock(&r->x->pool_lock);
+	if (kind == POOL_KERNEL_RING)
+		return -ENOSYS;
+	if (!ret && ring.mem)
+		sys_munmap(ring.mem, ring.mem_len);
+	return ret;
+}
+
+static long ring_status(struct ring *r, void *arg)
+{
+	struct bufring_status st;
+	if (copy_from_prog(&st, arg, sizeof(st)))
+		return -EFAULT;
+	for (unsigned i = 0; i < 8; i++)
+		if (st.resv[i])
+			return -EINVAL;
+	struct pool_ring ring;
+	uint16_t head;
+	spin_lock(&r->x->pool_lock);
+	enum pool_kind kind = pool_kind(r->x->pool, (uint16_t)st.buf_group);
+	long ret = st.buf_group > UINT16_MAX ? -ENOENT : pool_ring_get(r->x->pool, (uint16_t)st.buf_group, &ring, &head);
+	spin_unlock(&r->x->pool_lock);
+	if (st.buf_group <= UINT16_MAX && kind == POOL_KERNEL_RING)
+		return -ENOSYS;
+	if (ret)
+		return ret;
+	st.head = head;
+	return copy_to_prog(arg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+long bufring_register(struct ring *r, unsigned opcode, const long a[6])
+{
+	void *arg = (void *)a[2];
+	if (!arg || a[3] != 1)
+		return -EINVAL;
+	if (ring_pool(r))
+		return -ENOMEM;
+	if (opcode == IORING_REGISTER_PBUF_STATUS)
+		return ring_status(r, arg);
+	struct bufring_reg reg;
+	if (copy_from_prog(&reg, arg, sizeof(reg)))
+		return -EFAULT;
+	if (opcode == IORING_UNREGISTER_PBUF_RING)
+		return unregister_ring(r, &reg);
+	return emulated_ring(&reg) ? register_ring(r, &reg) : -ENOSYS;
+}
+
+long bufring_mmap(struct ring *r, const long a[6])
+{
+	uint64_t off = (uint64_t)a[5];
+	uint16_t bgid = (uint16_t)((off & ~BUFRING_OFF_MASK) >> BUFRING_OFF_SHIFT);
+	size_t len = (size_t)a[1];
+	void *addr = (void *)a[0];
+	int prot = (int)a[2], flags = (int)a[3];
+	struct pool_ring ring;
+	uint16_t head;
+	if (!r->x->pool)
+		return -ENOSYS;
+	spin_lock(&r->x->pool_lock);
+	long ret = pool_ring_get(r->x->pool, bgid, &ring, &head);
+	spin_unlock(&r->x->pool_lock);
+	if (ret)
+		return -ENOSYS;
+	if (!ring.mem || !len || len > ring.mem_len)
+		return -EINVAL;
+	long m = sys_call6(SYS_mremap, (long)ring.mem, 0, (long)len,
+			   MREMAP_MAYMOVE | ((flags & MAP_FIXED) ? MREMAP_FIXED : 0), (long)addr, 0);
+	if (sys_is_err(m))
+		return m;
+	if ((flags & MAP_FIXED_NOREPLACE) && addr && m != (long)addr) {
+		sys_munmap((void *)m, len);
+		return -EEXIST;
+	}
+	if (prot != (PROT_READ | PROT_WRITE) && (ret = sys_call3(SYS_mprotect, m, (long)len, prot))) {
+		sys_munmap((void *)m, len);
+		return ret;
+	}
+	return m;
+}
+
+static void unmap_ring(uint16_t bgid, const struct pool_ring *ring, void *arg)
+{
+	(void)bgid;
+	(void)arg;
+	if (ring->mem)
+		sys_munmap(ring->mem, ring->mem_len);
+}
+
+void bufring_release(struct ring *r)
+{
+	if (!r->x || !r->x->pool)
+		return;
+	spin_lock(&r->x->pool_lock);
+	pool_for_each_ring(r->x->pool, unmap_ring, NULL);
+	spin_unlock(&r->x->pool_lock);
+}

@@ -1,0 +1,23 @@
+/*
+ * Buffer rings bufsel keeps itself (emulated): IORING_REGISTER_PBUF_RING,
+ * IORING_UNREGISTER_PBUF_RING, IORING_REGISTER_PBUF_STATUS and the mmap of
+ * an IOU_PBUF_RING_MMAP ring, answered with Linux 6.18's results on any
+ * kernel.  Selection from such a ring is the pool's (pool/ring.c), reached
+ * through the same rewrite as a legacy group's.
+ */
+#ifndef BUFSEL_PRELOAD_BUFRING_H
+#define BUFSEL_PRELOAD_BUFRING_H
+
+struct ring;
+
+/* The register opcodes bufsel may answer for buffer rings: 1 or 0. */
+int bufring_opcode(unsigned opcode);
+/* io_uring_register for one of them on a shadowed ring: the result, or
+ * -ENOSYS when the kernel answers (its ring, or rings left to it). */
+long bufring_register(struct ring *r, unsigned opcode, const long a[6]);
+/* mmap at IORING_OFF_PBUF_RING: the mapping, or -ENOSYS for the kernel's. */
+long bufring_mmap(struct ring *r, const long a[6]);
+/* The ring goes in this process: bufsel's mappings of its rings go too. */
+void bufring_release(struct ring *r);
+
+#endif

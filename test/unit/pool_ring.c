@@ -1,0 +1,189 @@
+/*
+ * pool/ring.c: buffer rings bufsel keeps.  The program's side is played here
+ * by writing entries and moving the tail as liburing does; every test ends
+ * with pool_check.  What is checked: selection in ring order from the head,
+ * -ENOBUFS on an empty ring, wrap of the 16-bit head and tail, a put-back
+ * that moves the head back only while the entry is the last one taken, the
+ * id rules shared with the kernel's rings (-EEXIST, PROVIDE and REMOVE
+ * -EINVAL, an emptied legacy group replaced), unregistering with buffers
+ * out, the counters, and a policy's cap on a ring.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pool/pool.h"
+
+static struct pool *P;
+static struct pool_ring_entry E[8];
+static uint16_t tail;
+
+static void fresh(void)
+{
+	cr_assert_eq(pool_create(&P), 0);
+	memset(E, 0, sizeof(E));
+	tail = 0;
+}
+
+static void done(void)
+{
+	cr_assert_eq(pool_check(P), 0);
+	pool_destroy(P);
+	P = NULL;
+}
+
+TestSuite(ring, .init = fresh, .fini = done);
+
+/* The program adds bid at the tail (nr entries) and publishes it. */
+static void add(uint32_t nr, uint16_t bid)
+{
+	E[tail & (nr - 1)] = (struct pool_ring_entry){ .addr = 0x10000u + bid * 0x100u, .len = 64, .bid = bid };
+	tail++;
+	__atomic_store_n(&E[0].resv, tail, __ATOMIC_RELEASE);
+}
+
+static void emulate(uint16_t bgid, uint32_t nr)
+{
+	struct pool_ring r = { .entries = E, .nr = nr };
+	cr_assert_eq(pool_ring_emulate(P, bgid, &r), 0);
+}
+
+static uint16_t take(uint16_t bgid)
+{
+	struct pool_buf b;
+	cr_assert_eq(pool_select(P, bgid, &b), 0);
+	cr_assert_eq(b.bgid, bgid);
+	cr_assert_eq(b.addr, 0x10000u + b.bid * 0x100u);
+	cr_assert_eq(b.len, 64);
+	return b.bid;
+}
+
+Test(ring, selects_in_ring_order_and_wraps)
+{
+	emulate(1, 4);
+	struct pool_buf b;
+	cr_assert_eq(pool_select(P, 1, &b), -ENOBUFS);
+	for (unsigned round = 0; round < 20000; round++) {
+		add(4, (uint16_t)(round % 7));
+		cr_assert_eq(pool_available(P, 1), 1);
+		cr_assert_eq(take(1), round % 7);
+		pool_consume(P, &(struct pool_buf){ .bid = (uint16_t)(round % 7), .bgid = 1 });
+	}
+	cr_assert_eq(pool_select(P, 1, &b), -ENOBUFS);
+	struct pool_ring r;
+	uint16_t head;
+	cr_assert_eq(pool_ring_get(P, 1, &r, &head), 0);
+	cr_assert_eq(head, (uint16_t)20000);
+	struct pool_group_stats st;
+	cr_assert_eq(pool_group_stats(P, 1, &st), 0);
+	cr_assert_eq(st.provided, 20000);
+	cr_assert_eq(st.selected, 20000);
+	cr_assert_eq(st.enobufs_empty, 2);
+	cr_assert_eq(st.available, 0);
+}
+
+Test(ring, entries_published_before_registration_count)
+{
+	add(4, 5);
+	add(4, 6);
+	emulate(2, 4);
+	cr_assert_eq(take(2), 5);
+	cr_assert_eq(take(2), 6);
+}
+
+Test(ring, putback_moves_the_head_back_only_for_the_last_taken)
+{
+	emulate(1, 4);
+	add(4, 0);
+	add(4, 1);
+	struct pool_buf a, b;
+	cr_assert_eq(pool_select(P, 1, &a), 0);
+	pool_putback(P, &a);
+	cr_assert_eq(take(1), 0);
+	cr_assert_eq(pool_select(P, 1, &b), 0);
+	cr_assert_eq(b.bid, 1);
+	/* bid 0 is no longer the last taken: it stays out. */
+	pool_putback(P, &(struct pool_buf){ .addr = 0x10000u, .len = 64, .bid = 0, .bgid = 1 });
+	cr_assert_eq(pool_available(P, 1), 0);
+	pool_putback(P, &b);
+	cr_assert_eq(pool_available(P, 1), 1);
+	cr_assert_eq(take(1), 1);
+	pool_consume(P, &b);
+}
+
+Test(ring, id_rules_match_the_kernels_rings)
+{
+	emulate(1, 4);
+	struct pool_ring r = { .entries = E, .nr = 4 };
+	cr_assert_eq(pool_ring_emulate(P, 1, &r), -EEXIST);
+	cr_assert_eq(pool_ring_register(P, 1), -EEXIST);
+	struct pool_provide pr = { .addr = 0x1000, .len = 16, .nbufs = 1, .bgid = 1 };
+	cr_assert_eq(pool_provide(P, &pr), -EINVAL);
+	struct pool_remove rm = { .nbufs = 1, .bgid = 1 };
+	cr_assert_eq(pool_remove(P, &rm), -EINVAL);
+	cr_assert_eq(pool_kind(P, 1), POOL_EMULATED_RING);
+	cr_assert_eq(pool_is_ring(P, 1), 0);
+
+	pr.bgid = 2;
+	cr_assert_eq(pool_provide(P, &pr), 0);
+	cr_assert_eq(pool_ring_emulate(P, 2, &r), -EEXIST);
+	rm.bgid = 2;
+	cr_assert_eq(pool_remove(P, &rm), 1);
+	cr_assert_eq(pool_ring_emulate(P, 2, &r), 0);
+	uint16_t head;
+	struct pool_ring got;
+	cr_assert_eq(pool_ring_get(P, 3, &got, &head), -ENOENT);
+	pr.bgid = 3;
+	cr_assert_eq(pool_provide(P, &pr), 0);
+	cr_assert_eq(pool_ring_get(P, 3, &got, &head), -EINVAL);
+	cr_assert_eq(pool_ring_register(P, 4), 0);
+	cr_assert_eq(pool_ring_get(P, 4, &got, &head), -EINVAL);
+	cr_assert_eq(pool_kind(P, 4), POOL_KERNEL_RING);
+}
+
+Test(ring, unregister_with_buffers_out)
+{
+	emulate(1, 4);
+	add(4, 3);
+	struct pool_buf b;
+	cr_assert_eq(pool_select(P, 1, &b), 0);
+	pool_ring_unregister(P, 1);
+	cr_assert_eq(pool_kind(P, 1), POOL_NONE);
+	cr_assert_eq(pool_select(P, 1, &b), -ENOBUFS);
+	cr_assert_eq(pool_check(P), 0);
+	pool_putback(P, &b);
+	cr_assert_eq(pool_has_group(P, 1), 0);
+	cr_assert_eq(pool_strays(P), 0);
+}
+
+static int cap_two(uint16_t bgid, struct pool_policy *out, void *arg)
+{
+	(void)arg;
+	out->cap = bgid == 1 ? 2 : 0;
+	return 0;
+}
+
+Test(ring, a_cap_applies_to_a_ring)
+{
+	pool_set_policy(P, cap_two, NULL);
+	emulate(1, 8);
+	for (uint16_t i = 0; i < 4; i++)
+		add(8, i);
+	struct pool_buf b[3];
+	cr_assert_eq(pool_select(P, 1, &b[0]), 0);
+	cr_assert_eq(pool_select(P, 1, &b[1]), 0);
+	cr_assert_eq(pool_select(P, 1, &b[2]), -ENOBUFS);
+	struct pool_group_stats st;
+	cr_assert_eq(pool_group_stats(P, 1, &st), 0);
+	cr_assert_eq(st.enobufs_capped, 1);
+	cr_assert_eq(st.available, 2);
+	pool_consume(P, &b[0]);
+	pool_consume(P, &b[1]);
+	/* Delivered and not added back: the program holds them, the cap counts them. */
+	cr_assert_eq(pool_select(P, 1, &b[2]), -ENOBUFS);
+	add(8, 0);
+	cr_assert_eq(pool_select(P, 1, &b[2]), 0);
+	cr_assert_eq(b[2].bid, 2);
+	pool_consume(P, &b[2]);
+}
