@@ -116,9 +116,9 @@ int bufring_opcode(unsigned opcode)
 		opcode == IORING_REGISTER_PBUF_STATUS);
 }
 
-static int resv_zero(const uint64_t *v, unsigned n)
+static int resv_zero(const uint32_t *v, unsigned n)
 {
-	uint64_t any = 0;
+	uint32_t any = 0;
 	for (unsigned i = 0; i < n; i++)
 		any |= v[i];
 	return !any;
@@ -152,11 +152,13 @@ static void pool_kind_of(struct ring *r, uint16_t bgid, enum pool_kind *kind, ui
 
 static long register_ring(struct ring *r, const struct bufring_reg *reg)
 {
-	if (!resv_zero(reg->resv, 3))
+	if (!resv_zero(reg->resv, 5))
 		return -EINVAL;
 	if (reg->flags & ~(BUFRING_MMAP | BUFRING_INC))
 		return -EINVAL;
 	if (!reg->ring_entries || (reg->ring_entries & (reg->ring_entries - 1)) || reg->ring_entries >= 65536)
+		return -EINVAL;
+	if (!(reg->flags & BUFRING_INC) && reg->min_left)
 		return -EINVAL;
 	if (reg->flags & BUFRING_INC) {
 		/* Not yet: the kernel's, where it has them, else refused as by a
@@ -198,7 +200,7 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 
 static long unregister_ring(struct ring *r, const struct bufring_reg *reg)
 {
-	if (!resv_zero(reg->resv, 3) || reg->flags)
+	if (!resv_zero(reg->resv, 5) || reg->flags)
 		return -EINVAL;
 	struct pool_ring ring;
 	uint16_t head;
@@ -220,9 +222,8 @@ static long ring_status(struct ring *r, void *arg)
 	struct bufring_status st;
 	if (copy_from_prog(&st, arg, sizeof(st)))
 		return -EFAULT;
-	for (unsigned i = 0; i < 8; i++)
-		if (st.resv[i])
-			return -EINVAL;
+	if (!resv_zero(st.resv, 8))
+		return -EINVAL;
 	struct pool_ring ring;
 	uint16_t head;
 	spin_lock(&r->x->pool_lock);

@@ -354,7 +354,7 @@ static void field_clear(struct io_uring_sqe *sqe, int f, uint32_t bits)
  * Refusals are decided before anything is cleared, on the fields as the
  * program wrote them.
  */
-static int fields_refused(struct io_uring_sqe *sqe)
+static int fields_refused(struct io_uring_sqe *sqe, uint32_t offered)
 {
 	int bad = 0;
 	uint32_t clear[N(field_at)] = { 0 };
@@ -363,6 +363,8 @@ static int fields_refused(struct io_uring_sqe *sqe)
 		if (r->op != sqe->opcode || r->since <= compat_kernel())
 			continue;
 		uint32_t v = field_get(sqe, r->field) & r->bits;
+		if (r->field == F_IOPRIO)
+			v &= ~offered;
 		if (!v)
 			continue;
 		if (r->read_since <= compat_kernel()) {
@@ -412,7 +414,7 @@ static void fail_at_prep(struct io_uring_sqe *sqe, int in_chain)
 	memcpy(sqe, &nop, sizeof(nop));
 }
 
-void compat_sqe(struct io_uring_sqe *sqe, int in_chain)
+void compat_sqe(struct io_uring_sqe *sqe, int in_chain, uint32_t offered)
 {
 	if (!compat_kernel())
 		return;
@@ -432,7 +434,7 @@ void compat_sqe(struct io_uring_sqe *sqe, int in_chain)
 	}
 	/* The fields only once the SQE got past those two: 5.6's
 	 * io_submit_sqe checks the flags before anything reaches a prep. */
-	if (op_known && fields_refused(sqe))
+	if (op_known && fields_refused(sqe, offered))
 		fail_at_prep(sqe, in_chain);
 }
 

@@ -6,6 +6,7 @@
 #define BUFSEL_PRELOAD_COMPAT_H
 
 #include <linux/io_uring.h>
+#include <stdint.h>
 
 struct bufsel_conf;
 
@@ -30,8 +31,10 @@ int compat_op_known(unsigned opcode);
  * lacks is made one no kernel knows, so it fails at prep with -EINVAL; a
  * field that kernel reads and refuses (a flag newer than it) fails as its
  * prep fails, with -EINVAL; a field it never reads is cleared.  in_chain:
- * an earlier SQE of this submit links to it. */
-void compat_sqe(struct io_uring_sqe *sqe, int in_chain);
+ * an earlier SQE of this submit links to it.  offered: ioprio bits bufsel
+ * itself gives this SQE their meaning (a receive on a buffer ring bufsel
+ * keeps), so that kernel's lack of them does not matter. */
+void compat_sqe(struct io_uring_sqe *sqe, int in_chain, uint32_t offered);
 /* A probe the kernel filled, cut to that kernel's opcodes. */
 void compat_probe(struct io_uring_probe *p, unsigned nr_ops);
 

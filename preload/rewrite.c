@@ -1940,6 +1940,19 @@ static int rewrite_barrier(struct ring *r, const struct io_uring_sqe *sqe)
 	return 0;
 }
 
+/* A receive that selects from a group bufsel keeps is bufsel's from its
+ * poll to its last CQE: its multishot and poll-first forms are there on
+ * any kernel, unless the kernel is to keep the rings, and BUFSEL_KERNEL
+ * then means that kernel as it was. */
+static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	if (bufsel.conf.rings == BUFSEL_RINGS_KERNEL || !(sqe->flags & IOSQE_BUFFER_SELECT) ||
+	    (sqe->opcode != IORING_OP_RECV && sqe->opcode != IORING_OP_RECVMSG) ||
+	    (r->x->pool && kernel_group(r, sqe)))
+		return 0;
+	return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+}
+
 static int rewrite_probe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
 	struct req *q = req_alloc(&r->reqs);
@@ -1967,6 +1980,7 @@ const struct ring_hooks rewrite_hooks = {
 	.probe = rewrite_probe,
 	.submit_error = rewrite_submit_error,
 	.fail_member = rewrite_fail_member,
+	.offers = rewrite_offers,
 	.deferred = rewrite_deferred,
 	.followup = rewrite_followup,
 	.counted = rewrite_counted,

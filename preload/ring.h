@@ -59,6 +59,9 @@ struct ring_hooks {
 	 * can tell (io_init_req's checks for every opcode, the whole prep for
 	 * the ones it emulates): 0 if none. */
 	int (*submit_error)(struct ring *r, const struct io_uring_sqe *sqe);
+	/* BUFSEL_KERNEL: the ioprio bits of this SQE bufsel gives their
+	 * meaning itself, whatever the emulated kernel knows (compat_sqe). */
+	uint32_t (*offers)(struct ring *r, const struct io_uring_sqe *sqe);
 	/* An SQE of a chain that fails at submission: rewritten so that the
 	 * kernel fails or cancels it with the chain, and nothing runs. */
 	void (*fail_member)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);

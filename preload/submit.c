@@ -105,7 +105,7 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	const struct io_uring_sqe *src = &copy;
 	int in_chain = st->linked;
 	/* BUFSEL_KERNEL: an opcode or flag that kernel lacks fails as there. */
-	compat_sqe(&copy, in_chain);
+	compat_sqe(&copy, in_chain, compat_kernel() && r->hooks && r->hooks->offers ? r->hooks->offers(r, &copy) : 0);
 	st->linked = !!(src->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK));
 	int drain_was = r->x->drain_disabled, skip_was = r->x->kernel_skip;
 	int active_was = r->x->drain_active, next_was = r->x->drain_next;

@@ -34,7 +34,9 @@ struct bufring_reg {			/* struct io_uring_buf_reg */
 	uint32_t ring_entries;
 	uint16_t bgid;
 	uint16_t flags;
-	uint64_t resv[3];
+	uint32_t min_left;		/* IOU_PBUF_RING_INC only: the least a partly
+					 * used buffer keeps before it is retired */
+	uint32_t resv[5];
 };
 
 struct bufring_status {			/* struct io_uring_buf_status */

@@ -43,9 +43,11 @@
 /*
  * The table: program name (test/prog/<name>.c), timeout in seconds for one
  * run, whether it makes io_uring calls, and whether its output under
- * BUFSEL_KERNEL=5.6 must equal the native one: false where the program uses
- * what 5.6 lacks (the comment names it), so that a 5.6 kernel would answer
- * it differently; compat_kernel checks those answers themselves.
+ * BUFSEL_KERNEL=5.6 must equal the native one (with BUFSEL_RINGS=kernel:
+ * 5.6 as it was, without the buffer rings and receive forms bufsel would
+ * add): false where the program uses what 5.6 lacks (the comment names
+ * it), so that a 5.6 kernel would answer it differently; compat_kernel
+ * checks those answers themselves.
  */
 #define PROGRAMS(X)                     \
 	X(nop_batch, 10, true, false) /* 5.6 lacks CQE_SKIP_SUCCESS: 5.17 */ \
@@ -118,10 +120,10 @@
 	X(bs_groups, 15, true, false)          \
 	X(bs_idle, 30, true, false) /* 5.6 lacks ASYNC_CANCEL_ALL: 5.19 */ \
 	X(bs_echo, 30, true, true)             \
-	X(bs_ring_basic, 10, true, true) /* 5.6 lacks buffer rings: bufsel keeps them (rings = auto) */ \
+	X(bs_ring_basic, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(pol_cap, 10, true, true)             \
-	X(pol_ring_cap, 10, true, true) /* 5.6 lacks buffer rings: bufsel keeps them (rings = auto) */ \
+	X(pol_ring_cap, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(pol_maxlen, 10, true, true)          \
 	X(pol_inject, 10, true, true)          \
 	X(pol_stats, 10, true, true)           \
@@ -159,10 +161,10 @@ struct prog {
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
 enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY, SECCOMP, RINGS_EMULATE, KERNEL515,
-	    KERNEL56_KERNEL_RINGS };
+	    KERNEL56_BUFSEL_RINGS };
 static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6",
 					 "trap only", "seccomp", "rings emulated", "kernel 5.15",
-					 "kernel 5.6, rings the kernel's" };
+					 "kernel 5.6, rings bufsel's" };
 
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -235,18 +237,18 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 	case SECCOMP:
 	case RINGS_EMULATE:
 	case KERNEL515:
-	case KERNEL56_KERNEL_RINGS:
+	case KERNEL56_BUFSEL_RINGS:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
 		env = make_env4(preload, "BUFSEL_LOG=info",
 			       mode == PASSTHROUGH ? "BUFSEL_MODE=passthrough"
-			       : mode == KERNEL56 || mode == KERNEL56_KERNEL_RINGS ? "BUFSEL_KERNEL=5.6"
+			       : mode == KERNEL56 || mode == KERNEL56_BUFSEL_RINGS ? "BUFSEL_KERNEL=5.6"
 			       : mode == TRAP_ONLY ? "BUFSEL_PATCH=off"
 			       : mode == SECCOMP   ? "BUFSEL_TRAP=seccomp"
 			       : mode == RINGS_EMULATE ? "BUFSEL_RINGS=emulate"
 			       : mode == KERNEL515 ? "BUFSEL_KERNEL=5.15"
 						   : NULL,
-			       mode == KERNEL56_KERNEL_RINGS ? "BUFSEL_RINGS=kernel" : NULL);
+			       mode == KERNEL56 ? "BUFSEL_RINGS=kernel" : NULL);
 		break;
 	case LAUNCHER:
 		cr_assert(access(launcher, X_OK) == 0, "%s: %s; the launcher runs cannot pass without it",
@@ -483,9 +485,10 @@ PROGRAMS(SUITE_TESTS)
 /*
  * Programs with buffer rings run, besides the suites above (where the
  * kernel keeps their rings), with every ring kept by bufsel, and, those
- * that use nothing newer, as on Linux 5.15, which has no buffer rings:
- * bufsel keeps them there by default.  Each must print what the kernel's
- * rings gave natively.
+ * that use nothing else newer, as on Linux 5.15, which has neither buffer
+ * rings nor multishot receive: bufsel keeps the rings there by default and
+ * gives the receives that select from them every form.  Each must print
+ * what the kernel's rings gave natively.
  */
 #define RINGS_EMULATED_TEST(n) \
 	Test(rings_emulated, n, .timeout = 60) { check_against_native(#n, RINGS_EMULATE); }
@@ -493,7 +496,12 @@ PROGRAMS(SUITE_TESTS)
 	Test(kernel515, n, .timeout = 60) { check_against_native(#n, KERNEL515); }
 RINGS_EMULATED_TEST(bs_ring_basic)
 KERNEL515_TEST(bs_ring_basic)
-RINGS_EMULATED_TEST(bs_ring_multishot)	/* 5.15 lacks multishot RECV (6.0) */
+RINGS_EMULATED_TEST(bs_ring_multishot)
+KERNEL515_TEST(bs_ring_multishot)	/* multishot RECV (6.0) on bufsel's rings */
+/* Legacy groups are bufsel's too: multishot RECVMSG (6.0) there as well. */
+KERNEL515_TEST(bs_recvmsg_edge)
+KERNEL515_TEST(bs_wait_many)
+KERNEL515_TEST(bs_recv)
 RINGS_EMULATED_TEST(pol_ring_cap)
 KERNEL515_TEST(pol_ring_cap)
 
@@ -581,8 +589,7 @@ Test(patch, register_check_ran_through_rewritten_sites, .timeout = 30)
  * CUR_PERSONALITY), its probe (nothing after EPOLL_CTL but what bufsel adds),
  * -EINVAL from setup, enter and register for what it does not know, and an
  * unknown opcode or SQE flag failing at prep (which also ends the submit).
- * Buffer rings (5.19) are there all the same: bufsel keeps them (rings =
- * auto), unless the kernel is to keep them.
+ * The kernel keeps the rings (rings = kernel): 5.6 as it was.
  */
 Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 {
@@ -608,7 +615,7 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 			 "note enter GETEVENTS 0\n"
 			 "note register PROBE with no probe -22\n"
 			 "note register ENABLE_RINGS -22\n"
-			 "note register PBUF_RING 0\n"
+			 "note register PBUF_RING -22\n"
 			 "note register 200 -22\n"
 			 "note register RESIZE_RINGS on a pipe -22\n"
 			 "note submit 3\n"
@@ -620,12 +627,13 @@ Test(kernel56, compat_kernel_is_5_6, .timeout = 30)
 	free_run(&run_a);
 }
 
-Test(kernel56, buffer_rings_refused_when_the_kernel_keeps_them, .timeout = 30)
+/* With rings = auto, bufsel keeps buffer rings on a kernel without them. */
+Test(kernel56, buffer_rings_there_when_bufsel_keeps_them, .timeout = 30)
 {
 	const struct prog *p = find_prog("compat_kernel");
-	run_prog(&run_a, p, KERNEL56_KERNEL_RINGS);
+	run_prog(&run_a, p, KERNEL56_BUFSEL_RINGS);
 	expect_success(&run_a, "compat_kernel");
-	cr_assert(strstr(run_a.out, "note register PBUF_RING -22\n"), "%s", run_a.out);
+	cr_assert(strstr(run_a.out, "note register PBUF_RING 0\n"), "%s", run_a.out);
 	free_run(&run_a);
 }
 

@@ -15,6 +15,11 @@
  *       (the programs' reads and receives do reach the kernel, so an empty
  *       trace proves nothing), but no PROVIDE_BUFFERS, no REMOVE_BUFFERS and
  *       no request with IOSQE_BUFFER_SELECT.
+ * bs_ring_basic and bs_ring_multishot do the same with buffer rings: a
+ * third tracepoint, io_uring:io_uring_register, sees every registration, and
+ * under bufsel with the rings its own (BUFSEL_RINGS=emulate, or
+ * BUFSEL_KERNEL=5.15, which lacks them) none of a buffer ring may reach the
+ * kernel.
  * Both runs must exit 0.
  *
  * Each test records into its own tracefs instance, limited to the program by
@@ -156,9 +161,10 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-static const char *const events[] = { "io_uring/io_uring_submit_req", "io_uring/io_uring_req_failed" };
+static const char *const events[] = { "io_uring/io_uring_submit_req", "io_uring/io_uring_req_failed",
+				      "io_uring/io_uring_register" };
 
-/* A fresh instance recording the two events, with a buffer big enough for one program. */
+/* A fresh instance recording the events, with a buffer big enough for one program. */
 static bool instance_create(const char *root, const char *name, char *dir, size_t len)
 {
 	pathf(dir, len, "%s/instances/%s", root, name);
@@ -188,13 +194,15 @@ struct traced {
 	size_t out_len, trace_len;
 };
 
-static char **make_env(const char *preload)
+static char **make_env(const char *preload, const char *extra)
 {
 	size_t k;
-	char **env = harness_env(2, &k);
+	char **env = harness_env(3, &k);
 	if (preload) {
 		env[k++] = (char *)preload;
 		env[k++] = "BUFSEL_LOG=info";
+		if (extra)
+			env[k++] = (char *)extra;
 	} else if (harness_asan_runtime()) {
 		static char asan[PATH_MAX + 16];
 		snprintf(asan, sizeof(asan), "LD_PRELOAD=%s", harness_asan_runtime());
@@ -274,8 +282,15 @@ static bool run_traced(const char *dir, const char *exe, char **env, struct trac
 
 /* ---- the trace ------------------------------------------------------------- */
 
+/* The register opcodes of buffer rings: IORING_REGISTER_PBUF_RING,
+ * IORING_UNREGISTER_PBUF_RING, IORING_REGISTER_PBUF_STATUS. */
+static bool ring_opcode(int op)
+{
+	return op == 22 || op == 23 || op == 26;
+}
+
 struct counts {
-	unsigned long requests, provide, remove, select, lost;
+	unsigned long requests, provide, remove, select, ring_reg, lost;
 	char offending[2048]; /* the first lines that must not be there */
 };
 
@@ -323,6 +338,18 @@ static bool parse_trace(const char *trace, const char *prog, struct counts *c)
 		char line[1024];
 		snprintf(line, sizeof(line), "%.*s", (int)n, p);
 		p = nl ? nl + 1 : p + n;
+		const char *reg = strstr(line, " io_uring_register: ");
+		if (line[0] != '#' && reg && programs_line(line, prog)) {
+			int op;
+			const char *o = strstr(reg, ", opcode ");
+			if (!o || sscanf(o, ", opcode %d,", &op) != 1)
+				return fail("cannot parse this trace line (has the tracepoint's format changed?):\n%s", line);
+			if (ring_opcode(op)) {
+				c->ring_reg++;
+				add_offending(c, line, strlen(line));
+			}
+			continue;
+		}
 		bool submit = strstr(line, " io_uring_submit_req: ") != NULL;
 		if (line[0] == '#' || (!submit && !strstr(line, " io_uring_req_failed: ")) || !programs_line(line, prog))
 			continue;
@@ -363,7 +390,8 @@ static const char *status_text(const struct traced *t)
 	return buf;
 }
 
-static void check(const char *prog, bool bufsel)
+/* extra: one more variable for the bufsel run, or NULL. */
+static void check(const char *prog, bool bufsel, const char *extra)
 {
 	char root[PATH_MAX], dir[PATH_MAX], name[128], exe[PATH_MAX], lib[PATH_MAX];
 	pathf(exe, sizeof(exe), "%s/test/prog/%s", harness_build_dir(), prog);
@@ -374,7 +402,7 @@ static void check(const char *prog, bool bufsel)
 	static char preload[2 * PATH_MAX + 16];
 	const char *asan = harness_asan_runtime();
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s%s%s", asan ? asan : "", asan ? ":" : "", lib);
-	char **env = make_env(bufsel ? preload : NULL);
+	char **env = make_env(bufsel ? preload : NULL, extra);
 
 	cr_assert(tracefs_root(root, sizeof(root)), "%s", msg);
 	snprintf(name, sizeof(name), "bufsel-emulated-%d-%s-%s", (int)getpid(), prog, bufsel ? "bufsel" : "native");
@@ -392,20 +420,21 @@ static void check(const char *prog, bool bufsel)
 	cr_assert(c.lost == 0, "%s %s: the trace buffer lost %lu events; the counts would be incomplete", prog, mode,
 		  c.lost);
 	if (!bufsel) {
-		cr_assert(c.provide > 0 && c.select > 0,
-			  "%s natively: the trace shows %lu requests, %lu PROVIDE_BUFFERS and %lu with "
-			  "IOSQE_BUFFER_SELECT; it cannot see what it must check\n--- trace (last 3000 bytes) ---\n%s",
-			  prog, c.requests, c.provide, c.select, harness_tail(run.trace, run.trace_len, 3000));
+		cr_assert((c.provide > 0 || c.ring_reg > 0) && c.select > 0,
+			  "%s natively: the trace shows %lu requests, %lu PROVIDE_BUFFERS, %lu buffer-ring "
+			  "registrations and %lu with IOSQE_BUFFER_SELECT; it cannot see what it must check\n"
+			  "--- trace (last 3000 bytes) ---\n%s",
+			  prog, c.requests, c.provide, c.ring_reg, c.select, harness_tail(run.trace, run.trace_len, 3000));
 	} else {
 		cr_assert(c.requests > 0,
 			  "%s under bufsel: the trace shows no io_uring request at all, so it proves nothing "
 			  "(did the program's I/O reach the kernel through some other path?)\n--- output (last 3000 bytes) ---\n%s",
 			  prog, harness_tail(run.out, run.out_len, 3000));
-		cr_assert(c.provide == 0 && c.remove == 0 && c.select == 0,
-			  "%s under bufsel: the kernel saw %lu PROVIDE_BUFFERS, %lu REMOVE_BUFFERS and %lu requests "
-			  "with IOSQE_BUFFER_SELECT (of %lu requests): provided buffers were not emulated\n"
-			  "--- first such trace lines ---\n%s",
-			  prog, c.provide, c.remove, c.select, c.requests, c.offending);
+		cr_assert(c.provide == 0 && c.remove == 0 && c.select == 0 && c.ring_reg == 0,
+			  "%s under bufsel: the kernel saw %lu PROVIDE_BUFFERS, %lu REMOVE_BUFFERS, %lu requests "
+			  "with IOSQE_BUFFER_SELECT (of %lu requests) and %lu buffer-ring registrations: provided "
+			  "buffers were not emulated\n--- first such trace lines ---\n%s",
+			  prog, c.provide, c.remove, c.select, c.requests, c.ring_reg, c.offending);
 	}
 	free(run.out);
 	free(run.trace);
@@ -413,20 +442,37 @@ static void check(const char *prog, bool bufsel)
 
 Test(emulated, bs_read_native, .timeout = 2 * RUN_TIMEOUT)
 {
-	check("bs_read", false);
+	check("bs_read", false, NULL);
 }
 
 Test(emulated, bs_read_bufsel, .timeout = 2 * RUN_TIMEOUT)
 {
-	check("bs_read", true);
+	check("bs_read", true, NULL);
 }
 
 Test(emulated, bs_recv_native, .timeout = 2 * RUN_TIMEOUT)
 {
-	check("bs_recv", false);
+	check("bs_recv", false, NULL);
 }
 
 Test(emulated, bs_recv_bufsel, .timeout = 2 * RUN_TIMEOUT)
 {
-	check("bs_recv", true);
+	check("bs_recv", true, NULL);
+}
+
+/* Buffer rings bufsel keeps (BUFSEL_RINGS=emulate, and by default on a
+ * kernel without rings): the kernel sees no registration of one either. */
+Test(emulated, bs_ring_basic_native, .timeout = 2 * RUN_TIMEOUT)
+{
+	check("bs_ring_basic", false, NULL);
+}
+
+Test(emulated, bs_ring_basic_bufsel, .timeout = 2 * RUN_TIMEOUT)
+{
+	check("bs_ring_basic", true, "BUFSEL_RINGS=emulate");
+}
+
+Test(emulated, bs_ring_multishot_kernel_5_15, .timeout = 2 * RUN_TIMEOUT)
+{
+	check("bs_ring_multishot", true, "BUFSEL_KERNEL=5.15");
 }

@@ -70,6 +70,11 @@ int main(void)
 	bad.resv[1] = 1;
 	note("resv: %d", reg_call(IORING_REGISTER_PBUF_RING, &bad, 1));
 	note("unknown flag: %d", reg_ring((uintptr_t)m, 4, 1, 0x80));
+	struct reg ml = { .ring_addr = (uintptr_t)m, .ring_entries = 4, .bgid = 1, .min_left = 32 };
+	note("min_left without IOU_PBUF_RING_INC: %d", reg_call(IORING_REGISTER_PBUF_RING, &ml, 1));
+	ml.min_left = 0;
+	ml.resv[4] = 1;
+	note("the last resv word: %d", reg_call(IORING_REGISTER_PBUF_RING, &ml, 1));
 	note("0 entries: %d", reg_ring((uintptr_t)m, 0, 1, 0));
 	note("3 entries: %d", reg_ring((uintptr_t)m, 3, 1, 0));
 	note("65536 entries: %d", reg_ring((uintptr_t)m, 65536, 1, 0));
@@ -136,6 +141,11 @@ int main(void)
 	show_status(3);
 	show_status(4);
 	note("unregister a group that is not there: %d", unreg_ring(4));
+	struct reg um = { .bgid = 2, .min_left = 7 };
+	note("unregister with min_left set: %d", reg_call(IORING_UNREGISTER_PBUF_RING, &um, 1));
+	um.min_left = 0;
+	um.flags = 1;
+	note("unregister with a flag: %d", reg_call(IORING_UNREGISTER_PBUF_RING, &um, 1));
 	note("unregister 2: %d", unreg_ring(2));
 	note("again: %d", unreg_ring(2));
 	read_one(p[0], 0, 2, 43, &a);

@@ -22,7 +22,8 @@ struct reg {			/* struct io_uring_buf_reg, as 6.18 has it */
 	uint32_t ring_entries;
 	uint16_t bgid;
 	uint16_t flags;
-	uint64_t resv[3];
+	uint32_t min_left;
+	uint32_t resv[5];
 };
 
 struct status {			/* struct io_uring_buf_status */
