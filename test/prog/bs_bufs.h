@@ -321,4 +321,48 @@ static inline const char *yesno(int b)
 	return b ? "yes" : "no";
 }
 
+/* Sends all of s on a stream socket. */
+static inline void send_str(int fd, const char *s)
+{
+	if (send(fd, s, strlen(s), MSG_NOSIGNAL) != (ssize_t)strlen(s))
+		die("send: %s", strerror(errno));
+}
+
+/* Reads what a receive left queued, with a plain non-blocking recv. */
+static inline void drain(int fd, const char *why)
+{
+	char buf[256];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0)
+		die("drain: %s", strerror(errno));
+	note("%s: %zd bytes still queued, \"%.*s\"", why, n, (int)n, buf);
+}
+
+/* Reaps CQEs of one multishot request until the one without F_MORE; with
+ * mh, a buffer's recvmsg_out header and payload are shown. */
+static inline void reap_until_last(struct io_uring *ring, const struct arena *a, const struct msghdr *mh)
+{
+	for (int i = 0; i < 64; i++) {
+		struct io_uring_cqe c;
+		reap(ring, &c, 1);
+		if (!mh || !(c.flags & IORING_CQE_F_BUFFER)) {
+			show(&c, a);
+		} else {
+			cqe_print(&c);
+			char *buf = arena_buf(a, cqe_bid(&c));
+			struct io_uring_recvmsg_out *o =
+				io_uring_recvmsg_validate(buf, c.res, (struct msghdr *)mh);
+			if (!o)
+				die("recvmsg_out does not fit in res %d", c.res);
+			note("bid=%u recvmsg_out namelen=%u controllen=%u payloadlen=%u flags=0x%x",
+			     cqe_bid(&c), o->namelen, o->controllen, o->payloadlen, o->flags);
+			unsigned plen = io_uring_recvmsg_payload_length(o, c.res, (struct msghdr *)mh);
+			note_data("payload ", io_uring_recvmsg_payload(o, (struct msghdr *)mh), (int)plen);
+		}
+		if (!(c.flags & IORING_CQE_F_MORE))
+			return;
+	}
+	die("multishot did not end within 64 CQEs");
+}
+
 #endif

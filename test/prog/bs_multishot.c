@@ -32,47 +32,6 @@ static struct io_uring_sqe *recv_multi(int fd, unsigned len, int msg_flags, unsi
 	return sqe;
 }
 
-static void send_str(int fd, const char *s)
-{
-	if (send(fd, s, strlen(s), MSG_NOSIGNAL) != (ssize_t)strlen(s))
-		die("send: %s", strerror(errno));
-}
-
-static void drain(int fd, const char *why)
-{
-	char buf[256];
-	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n < 0)
-		die("drain: %s", strerror(errno));
-	note("%s: %zd bytes still queued, \"%.*s\"", why, n, (int)n, buf);
-}
-
-/* Reaps CQEs of one multishot request until the one without F_MORE. */
-static void reap_until_last(const struct arena *a, const struct msghdr *mh)
-{
-	for (int i = 0; i < 64; i++) {
-		struct io_uring_cqe c;
-		reap(&ring, &c, 1);
-		if (!mh || !(c.flags & IORING_CQE_F_BUFFER)) {
-			show(&c, a);
-		} else {
-			cqe_print(&c);
-			char *buf = arena_buf(a, cqe_bid(&c));
-			struct io_uring_recvmsg_out *o =
-				io_uring_recvmsg_validate(buf, c.res, (struct msghdr *)mh);
-			if (!o)
-				die("recvmsg_out does not fit in res %d", c.res);
-			note("bid=%u recvmsg_out namelen=%u controllen=%u payloadlen=%u flags=0x%x",
-			     cqe_bid(&c), o->namelen, o->controllen, o->payloadlen, o->flags);
-			unsigned plen = io_uring_recvmsg_payload_length(o, c.res, (struct msghdr *)mh);
-			note_data("payload ", io_uring_recvmsg_payload(o, (struct msghdr *)mh), (int)plen);
-		}
-		if (!(c.flags & IORING_CQE_F_MORE))
-			return;
-	}
-	die("multishot did not end within 64 CQEs");
-}
-
 int main(void)
 {
 	int ret = io_uring_queue_init(16, &ring, 0);
@@ -97,7 +56,7 @@ int main(void)
 	expect_pending(&ring, "multishot RECV with the group empty");
 	note("data arrives with the group empty: the stream ends with -ENOBUFS");
 	send_str(b, "more");
-	reap_until_last(&g1, NULL);
+	reap_until_last(&ring, &g1, NULL);
 	drain(a, "after -ENOBUFS");
 
 	note("group of 2, 20 bytes already queued: ends at once with -ENOBUFS");
@@ -107,7 +66,7 @@ int main(void)
 	wait_queued(a, 20);
 	recv_multi(a, 0, 0, 2, 11);
 	submit_expect(&ring, 1);
-	reap_until_last(&g2, NULL);
+	reap_until_last(&ring, &g2, NULL);
 	drain(a, "after -ENOBUFS");
 
 	note("sqe->len 5 caps each CQE, buffers of 8");
@@ -173,7 +132,7 @@ int main(void)
 	note("EOF ends RECVMSG multishot");
 	if (shutdown(b, SHUT_WR) < 0)
 		die("shutdown: %s", strerror(errno));
-	reap_until_last(&g5, &mh);
+	reap_until_last(&ring, &g5, &mh);
 
 	note("RECV multishot armed after data and FIN are both queued");
 	int a2, b2;
@@ -186,7 +145,7 @@ int main(void)
 	provide(&ring, &g6, 6, 0, 4, 50);
 	recv_multi(a2, 0, 0, 6, 51);
 	submit_expect(&ring, 1);
-	reap_until_last(&g6, NULL);
+	reap_until_last(&ring, &g6, NULL);
 	note("the buffers EOF did not use are still in the group");
 	remove_bufs(&ring, 6, 65536, 52);
 

@@ -48,22 +48,6 @@ static struct io_uring_sqe *recvmsg_sel(int fd, struct msghdr *msg, unsigned bgi
 	return sqe;
 }
 
-static void send_str(int fd, const char *s)
-{
-	if (send(fd, s, strlen(s), MSG_NOSIGNAL) != (ssize_t)strlen(s))
-		die("send: %s", strerror(errno));
-}
-
-/* Reads what a receive left queued, with a plain non-blocking recv. */
-static void drain(int fd, const char *why)
-{
-	char buf[256];
-	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n < 0)
-		die("drain: %s", strerror(errno));
-	note("%s: %zd bytes still queued, \"%.*s\"", why, n, (int)n, buf);
-}
-
 static void print_msghdr(const struct msghdr *m)
 {
 	note("msg_flags=0x%x msg_namelen=%u msg_controllen=%zu", (unsigned)m->msg_flags,

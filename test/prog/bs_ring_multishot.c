@@ -25,43 +25,6 @@ static struct io_uring_sqe *recv_multi(int fd, unsigned len, unsigned bgid, unsi
 	return sqe;
 }
 
-static void send_str(int fd, const char *s)
-{
-	if (send(fd, s, strlen(s), MSG_NOSIGNAL) != (ssize_t)strlen(s))
-		die("send: %s", strerror(errno));
-}
-
-static void drain(int fd, const char *why)
-{
-	char buf[256];
-	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	note("%s: %zd bytes still queued, \"%.*s\"", why, n, n > 0 ? (int)n : 0, buf);
-}
-
-static void reap_until_last(const struct arena *a, const struct msghdr *mh)
-{
-	for (int i = 0; i < 64; i++) {
-		struct io_uring_cqe c;
-		reap(&ring, &c, 1);
-		if (!mh || !(c.flags & IORING_CQE_F_BUFFER)) {
-			show(&c, a);
-		} else {
-			cqe_print(&c);
-			struct io_uring_recvmsg_out *o =
-				io_uring_recvmsg_validate(arena_buf(a, cqe_bid(&c)), c.res, (struct msghdr *)mh);
-			if (!o)
-				die("recvmsg_out does not fit in res %d", c.res);
-			note("bid=%u recvmsg_out namelen=%u payloadlen=%u flags=0x%x", cqe_bid(&c), o->namelen,
-			     o->payloadlen, o->flags);
-			note_data("payload ", io_uring_recvmsg_payload(o, (struct msghdr *)mh),
-				  (int)io_uring_recvmsg_payload_length(o, c.res, (struct msghdr *)mh));
-		}
-		if (!(c.flags & IORING_CQE_F_MORE))
-			return;
-	}
-	die("multishot did not end within 64 CQEs");
-}
-
 int main(void)
 {
 	int ret = io_uring_queue_init(16, &ring, 0);
@@ -90,7 +53,7 @@ int main(void)
 	expect_pending(&ring, "multishot RECV with the ring empty");
 	note("data arrives with the ring empty: the stream ends with -ENOBUFS");
 	send_str(b, "more");
-	reap_until_last(&g1, NULL);
+	reap_until_last(&ring, &g1, NULL);
 	drain(a, "after -ENOBUFS");
 	show_status_on(ring.ring_fd, 1);
 
@@ -102,7 +65,7 @@ int main(void)
 	wait_queued(a, 20);
 	recv_multi(a, 0, 2, 11);
 	submit_expect(&ring, 1);
-	reap_until_last(&g2, NULL);
+	reap_until_last(&ring, &g2, NULL);
 	drain(a, "after -ENOBUFS");
 
 	note("sqe->len 5 caps each CQE; then a cancel");
@@ -150,13 +113,13 @@ int main(void)
 	note("EOF ends it");
 	if (shutdown(b, SHUT_WR) < 0)
 		die("shutdown: %s", strerror(errno));
-	reap_until_last(&g5, &mh);
+	reap_until_last(&ring, &g5, &mh);
 	show_status_on(ring.ring_fd, 5);
 
 	note("multishot RECV after EOF");
 	recv_multi(a, 0, 3, 50);
 	submit_expect(&ring, 1);
-	reap_until_last(&g3, NULL);
+	reap_until_last(&ring, &g3, NULL);
 	show_status_on(ring.ring_fd, 3);
 	io_uring_queue_exit(&ring);
 	return 0;

@@ -83,12 +83,6 @@ static struct io_uring_sqe *recvmsg_sel(int fd, struct msghdr *m, unsigned bgid,
 	return sqe;
 }
 
-static void send_str(int fd, const char *s)
-{
-	if (send(fd, s, strlen(s), 0) != (ssize_t)strlen(s))
-		die("send: %s", strerror(errno));
-}
-
 int main(void)
 {
 	int ret = io_uring_queue_init(8, &ring, 0);

@@ -41,7 +41,7 @@ static unsigned long long ud(void)
 	return next_ud++;
 }
 
-static void send_str(const char *s)
+static void send_peer(const char *s)
 {
 	if (send(sb, s, strlen(s), MSG_NOSIGNAL) != (ssize_t)strlen(s))
 		die("send: %s", strerror(errno));
@@ -89,7 +89,7 @@ static void still_works(const char *after)
 	reap_print(&ring, 1);
 	write_all(pip[1], "pipe-ok", 7);
 	run_one(&ring, prep_read_sel(&ring, pip[0], 0, GOOD, 0, 0), ud(), &good);
-	send_str("sock-ok");
+	send_peer("sock-ok");
 	wait_queued(sa, 7);
 	run_one(&ring, prep_recv_sel(&ring, sa, 0, 0, GOOD, 0), ud(), &good);
 	group_size(GOOD, &good, "good group");
@@ -148,7 +148,7 @@ static void pointer_cases(void)
 	still_works("READ and READV faults");
 
 	note("== RECVMSG, msghdr pointer inaccessible");
-	send_str("msghdr-fault");
+	send_peer("msghdr-fault");
 	wait_queued(sa, 12);
 	run_one(&ring, prep_recvmsg((struct msghdr *)bad, 0, 0), ud(), NULL);
 	run_one(&ring, prep_recvmsg((struct msghdr *)bad, 1, GOOD), ud(), &good);
@@ -163,20 +163,20 @@ static void pointer_cases(void)
 	note("msg_flags=0x%x", (unsigned)m.msg_flags);
 	drain_socket("after the RECVMSGs");
 	note("== RECVMSG, msg_name inaccessible (the kernel writes the name at completion)");
-	send_str("name-fault");
+	send_peer("name-fault");
 	wait_queued(sa, 10);
 	iov = (struct iovec){ buf, sizeof(buf) };
 	m = (struct msghdr){ .msg_name = bad, .msg_namelen = 16, .msg_iov = &iov, .msg_iovlen = 1 };
 	run_one(&ring, prep_recvmsg(&m, 0, 0), ud(), NULL);
 	note("msg_namelen=%u msg_flags=0x%x", (unsigned)m.msg_namelen, (unsigned)m.msg_flags);
-	send_str("name-fault-select");
+	send_peer("name-fault-select");
 	wait_queued(sa, 17);
 	m = (struct msghdr){ .msg_name = bad, .msg_namelen = 16 };
 	run_one(&ring, prep_recvmsg(&m, 1, GOOD), ud(), &good);
 	note("msg_namelen=%u msg_flags=0x%x", (unsigned)m.msg_namelen, (unsigned)m.msg_flags);
 	drain_socket("after msg_name faults");
 	note("== RECVMSG with buffer select, no msg_name but a msg_namelen of 77");
-	send_str("no-name");
+	send_peer("no-name");
 	wait_queued(sa, 7);
 	m = (struct msghdr){ .msg_namelen = 77 };
 	run_one(&ring, prep_recvmsg(&m, 1, GOOD), ud(), &good);
@@ -207,7 +207,7 @@ static void vanishing_msghdr(int select)
 	expect_pending(&ring, "RECVMSG on an idle socket");
 	if (mprotect(page, 4096, PROT_NONE) < 0)
 		die("mprotect: %s", strerror(errno));
-	send_str("late-data");
+	send_peer("late-data");
 	reap_show(&ring, 1, &good);
 	drain_socket("after the RECVMSG");
 	if (mprotect(page, 4096, PROT_READ) < 0)
@@ -252,7 +252,7 @@ static void inaccessible_group(void)
 	refill_bad_group();
 
 	note("RECV with buffer select, data there");
-	send_str("recv-bad");
+	send_peer("recv-bad");
 	wait_queued(sa, 8);
 	run_one(&ring, prep_recv_sel(&ring, sa, 0, 0, BAD, 0), ud(), NULL);
 	drain_socket("after RECV");
@@ -260,13 +260,13 @@ static void inaccessible_group(void)
 	prep_recv_sel(&ring, sa, 0, 0, BAD, ud());
 	submit_expect(&ring, 1);
 	expect_pending(&ring, "RECV on an idle socket");
-	send_str("late-recv-bad");
+	send_peer("late-recv-bad");
 	reap_show(&ring, 1, NULL);
 	drain_socket("after RECV");
 	refill_bad_group();
 
 	note("RECVMSG with buffer select");
-	send_str("recvmsg-bad");
+	send_peer("recvmsg-bad");
 	wait_queued(sa, 11);
 	struct msghdr m = { 0 };
 	run_one(&ring, prep_recvmsg(&m, 1, BAD), ud(), NULL);
@@ -275,7 +275,7 @@ static void inaccessible_group(void)
 	refill_bad_group();
 
 	note("multishot RECV with buffer select");
-	send_str("multi-bad");
+	send_peer("multi-bad");
 	wait_queued(sa, 9);
 	sqe = get_sqe(&ring);
 	io_uring_prep_recv_multishot(sqe, sa, NULL, 0, 0);
