@@ -264,6 +264,7 @@ struct pool_ring {
 	uint16_t flags;				/* the registration's, kept for the caller */
 	void *mem;		/* the caller's own mapping of the ring, or NULL */
 	size_t mem_len;
+	int mem_fd;		/* the caller's fd of that memory, or -1 */
 };
 
 /* The ring's tail as the program published it. */

@@ -29,6 +29,7 @@
 #include "preload/compat.h"
 #include "preload/log.h"
 #include "preload/ring.h"
+#include "preload/setup.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -150,6 +151,15 @@ static void pool_kind_of(struct ring *r, uint16_t bgid, enum pool_kind *kind, ui
 	spin_unlock(&r->x->pool_lock);
 }
 
+/* bufsel's own mapping of a ring, and its fd, go in this process. */
+static void release_mem(const struct pool_ring *ring)
+{
+	if (ring->mem)
+		sys_munmap(ring->mem, ring->mem_len);
+	if (ring->mem_fd >= 0)
+		sys_close(ring->mem_fd);
+}
+
 static long register_ring(struct ring *r, const struct bufring_reg *reg)
 {
 	if (!resv_zero(reg->resv, 5))
@@ -173,9 +183,9 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 	if (kind == POOL_KERNEL_RING || kind == POOL_EMULATED_RING || (kind == POOL_LEGACY && available))
 		return -EEXIST;
 	size_t len = ((size_t)reg->ring_entries * sizeof(struct pool_ring_entry) + PAGE_LEN - 1) & ~(size_t)(PAGE_LEN - 1);
-	struct pool_ring ring = { .nr = reg->ring_entries, .flags = reg->flags };
+	struct pool_ring ring = { .nr = reg->ring_entries, .flags = reg->flags, .mem_fd = -1 };
 	if (reg->flags & BUFRING_MMAP) {
-		void *mem = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		void *mem = setup_shared_mem(len, &ring.mem_fd);
 		if (sys_is_err((long)mem))
 			return -ENOMEM;
 		ring.mem = mem;
@@ -190,9 +200,9 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 	spin_lock(&r->x->pool_lock);
 	long ret = pool_ring_emulate(r->x->pool, reg->bgid, &ring);
 	spin_unlock(&r->x->pool_lock);
-	if (ret && ring.mem)
-		sys_munmap(ring.mem, ring.mem_len);
-	if (!ret)
+	if (ret)
+		release_mem(&ring);
+	else
 		log_debug("buffer ring %u: emulated (%u entries%s)", reg->bgid, reg->ring_entries,
 			  ring.mem ? ", mapped by bufsel" : "");
 	return ret;
@@ -212,8 +222,8 @@ static long unregister_ring(struct ring *r, const struct bufring_reg *reg)
 	spin_unlock(&r->x->pool_lock);
 	if (kind == POOL_KERNEL_RING)
 		return -ENOSYS;
-	if (!ret && ring.mem)
-		sys_munmap(ring.mem, ring.mem_len);
+	if (!ret)
+		release_mem(&ring);
 	return ret;
 }
 
@@ -273,8 +283,10 @@ long bufring_mmap(struct ring *r, const long a[6])
 		return -ENOSYS;
 	if (!ring.mem || !len || len > ring.mem_len)
 		return -EINVAL;
-	long m = sys_call6(SYS_mremap, (long)ring.mem, 0, (long)len,
-			   MREMAP_MAYMOVE | ((flags & MAP_FIXED) ? MREMAP_FIXED : 0), (long)addr, 0);
+	long m = ring.mem_fd >= 0
+			 ? (long)sys_mmap(addr, len, prot, flags & ~MAP_FIXED_NOREPLACE, ring.mem_fd, 0)
+			 : sys_call6(SYS_mremap, (long)ring.mem, 0, (long)len,
+				     MREMAP_MAYMOVE | ((flags & MAP_FIXED) ? MREMAP_FIXED : 0), (long)addr, 0);
 	if (sys_is_err(m))
 		return m;
 	if ((flags & MAP_FIXED_NOREPLACE) && addr && m != (long)addr) {
@@ -292,8 +304,7 @@ static void unmap_ring(uint16_t bgid, const struct pool_ring *ring, void *arg)
 {
 	(void)bgid;
 	(void)arg;
-	if (ring->mem)
-		sys_munmap(ring->mem, ring->mem_len);
+	release_mem(ring);
 }
 
 void bufring_release(struct ring *r)

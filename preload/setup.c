@@ -268,6 +268,25 @@ static long size_memfd(int fd, size_t len)
  * fd of bufsel's has to sit at a high number, which would make every walk of
  * the process's fd table (ring_alive's) as long as that number.
  */
+void *setup_shared_mem(size_t len, int *mem_fd)
+{
+	*mem_fd = -1;
+	if (!valgrind_running())
+		return sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-buffer-ring", MFD_CLOEXEC, 0);
+	if (mfd < 0)
+		return (void *)(long)mfd;
+	long err = size_memfd(mfd, len);
+	void *mem = err ? (void *)err : sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (!sys_is_err((long)mem) && (*mem_fd = sys_dupfd_high(mfd)) < 0) {
+		sys_munmap(mem, len);
+		mem = (void *)(long)*mem_fd;
+		*mem_fd = -1;
+	}
+	sys_close(mfd);
+	return mem;
+}
+
 int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct shadow *sh, int *mem_fd)
 {
 	struct shadow_layout lay;

@@ -44,10 +44,14 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap mshot_overflow so
 	bs_provide bs_read bs_recv bs_multishot bs_link bs_cancel bs_groups bs_idle bs_echo bs_eof_wave
 	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings no_sqarray msg_ring
 	pol_cap pol_maxlen pol_inject pol_stats no_uring compat_kernel inline_close sec_probe
+	bs_ring_basic bs_ring_multishot pol_ring_cap
 	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early
 	bs_send_nogroup bs_recv_addr2 compat_fields close_mapped bs_submit_order fork_shared_ring fork_shared_pool
 	closed_fd_wait cq_unattended sqpoll_wakeup"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
+# Run once more with every buffer ring bufsel's own (BUFSEL_RINGS=emulate):
+# on this kernel the default leaves them to it.
+RINGS_EMULATED="bs_ring_basic bs_ring_multishot pol_ring_cap"
 # Programs left out, each with its reason (checked by hand, not here;
 # docs/reliability.md has the details).  A program in neither list fails.
 EXCLUDED="nop_static:liburing is linked into the executable, whose inline system calls no libc hook can see
@@ -124,7 +128,7 @@ not_ok() {
 	done
 }
 
-# each_program preload|launcher PROGRAM...: check_prog on each, JOBS at a
+# each_program preload|rings|launcher PROGRAM...: check_prog on each, JOBS at a
 # time, every batch's output printed in order once it is done.
 each_program() {
 	how=$1
@@ -174,7 +178,7 @@ exit_sums() {
 		awk '{ n++; s += $1; t += $2; h += $3 } END { printf "%d %d %d %d\n", n, s, h, t }'
 }
 
-# check_prog NAME preload|launcher
+# check_prog NAME preload|rings|launcher
 check_prog() {
 	name=$1 how=$2
 	exe=$B/test/prog/$name
@@ -198,6 +202,8 @@ check_prog() {
 	fi
 	if [ "$how" = preload ]; then
 		set -- env LD_PRELOAD="$GLUE:$LIB" BUFSEL_LOG=info "$exe"
+	elif [ "$how" = rings ]; then
+		set -- env LD_PRELOAD="$GLUE:$LIB" BUFSEL_LOG=info BUFSEL_RINGS=emulate "$exe"
 	else
 		set -- env LD_PRELOAD="$GLUE" BUFSEL_LOG=info "$LAUNCHER" -- "$exe"
 	fi
@@ -289,6 +295,8 @@ if [ -z "$ONLY" ]; then
 fi
 # shellcheck disable=SC2086
 each_program preload ${ONLY:-$PROGRAMS}
+# shellcheck disable=SC2086
+[ -z "$ONLY" ] && each_program rings $RINGS_EMULATED
 echo "--- integration programs $(elapsed "$start")"
 
 # ---- 2. the launcher ------------------------------------------------------------
