@@ -1374,13 +1374,14 @@ static struct req *select_send_bundle(struct ring *r, struct io_uring_sqe *sqe,
 	return links ? q : NULL;
 }
 
-/* Is the SQE's group a buffer ring bufsel keeps? */
-static int emulated_ring_group(struct ring *r, const struct io_uring_sqe *sqe)
+/* What the SQE's group id holds now: a legacy group, a buffer ring bufsel
+ * keeps, one the kernel keeps (its own, passed through), or nothing. */
+static enum pool_kind group_kind(struct ring *r, const struct io_uring_sqe *sqe)
 {
 	spin_lock(&r->x->pool_lock);
-	int ring = pool_kind(r->x->pool, sqe->buf_group) == POOL_EMULATED_RING;
+	enum pool_kind kind = pool_kind(r->x->pool, sqe->buf_group);
 	spin_unlock(&r->x->pool_lock);
-	return ring;
+	return kind;
 }
 
 /*
@@ -1394,7 +1395,7 @@ static int emulated_ring_group(struct ring *r, const struct io_uring_sqe *sqe)
 static int ring_read_lazy(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
 	return !def->sr_flags && !(sqe->flags & IOSQE_FIXED_FILE) && !r->to_wq &&
-	       emulated_ring_group(r, sqe) && !cannot_poll(sqe->fd);
+	       group_kind(r, sqe) == POOL_EMULATED_RING && !cannot_poll(sqe->fd);
 }
 
 static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
@@ -1523,22 +1524,13 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 	return 0;
 }
 
-/* Is the SQE's group one of the kernel's own (a registered buffer ring)? */
-static int kernel_group(struct ring *r, const struct io_uring_sqe *sqe)
-{
-	spin_lock(&r->x->pool_lock);
-	int ring_group = pool_is_ring(r->x->pool, sqe->buf_group);
-	spin_unlock(&r->x->pool_lock);
-	return ring_group;
-}
-
 /* Does bufsel act on this SQE (emulate it, or select its buffer)? */
 static int emulated_here(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
 	if (def->emulated)
 		return 1;
 	return (sqe->flags & IOSQE_BUFFER_SELECT) && def->select != SELECT_REFUSED &&
-	       def->select != SELECT_NEWER_KERNEL && !ring_pool(r) && !kernel_group(r, sqe);
+	       def->select != SELECT_NEWER_KERNEL && !ring_pool(r) && group_kind(r, sqe) != POOL_KERNEL_RING;
 }
 
 /*
@@ -1777,10 +1769,7 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	}
 	if (select) {
-		spin_lock(&r->x->pool_lock);
-		int ring_group = pool_is_ring(r->x->pool, sqe->buf_group);
-		spin_unlock(&r->x->pool_lock);
-		if (ring_group || init_check(r, sqe))
+		if (group_kind(r, sqe) == POOL_KERNEL_RING || init_check(r, sqe))
 			return NULL;	/* the kernel's group, or the kernel's error */
 		int res = select_prep_check(r, sqe, def);
 		if (res) {
@@ -1948,7 +1937,7 @@ static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe)
 {
 	if (bufsel.conf.rings == BUFSEL_RINGS_KERNEL || !(sqe->flags & IOSQE_BUFFER_SELECT) ||
 	    (sqe->opcode != IORING_OP_RECV && sqe->opcode != IORING_OP_RECVMSG) ||
-	    (r->x->pool && kernel_group(r, sqe)))
+	    (r->x->pool && group_kind(r, sqe) == POOL_KERNEL_RING))
 		return 0;
 	return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
 }
