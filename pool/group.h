@@ -130,6 +130,7 @@ void group_hist(const struct group *g, struct pool_group_hist *out);
 
 /* ring.c: an emulated ring's selection, put-back, and what it holds. */
 int ring_select(struct group *g, struct pool_buf *out, int count);
+int ring_bundle(struct group *g, struct pool_bundle *b, struct pool_buf *out);
 void ring_putback(struct group *g, const struct pool_buf *b);
 uint32_t ring_available(const struct group *g);
 int ring_peek(const struct group *g, struct pool_buf *out);

@@ -228,6 +228,20 @@ int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out)
 	return select_counted(p, bgid, out, 0);
 }
 
+int pool_select_bundle(struct pool *p, uint16_t bgid, struct pool_bundle *b, struct pool_buf *out)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_RING_EMU)
+		return -ENOBUFS;
+	int n = ring_bundle(g, b, out);
+	if (n > 0) {
+		p->outstanding += (uint32_t)n;
+		if (p->outstanding > p->peak_outstanding)
+			p->peak_outstanding = p->outstanding;
+	}
+	return n;
+}
+
 uint32_t pool_available(const struct pool *p, uint16_t bgid)
 {
 	const struct group *g = table_get(p, bgid);

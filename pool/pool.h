@@ -286,6 +286,29 @@ enum pool_kind pool_kind(const struct pool *p, uint16_t bgid);
 void pool_for_each_ring(const struct pool *p, void (*fn)(uint16_t bgid, const struct pool_ring *, void *),
 			void *arg);
 
+/*
+ * A bundle's selection from an emulated ring (IORING_RECVSEND_BUNDLE), as
+ * io_ring_buffers_peek maps entries: from the head, up to max_len bytes
+ * (0: no limit), with room for nr_iovs of them unless expand may grow it to
+ * what max_len needs (at most POOL_BUNDLE_MAX).  An entry longer than what
+ * is left of max_len is cut when it is the first, else left with the rest
+ * (partial).  The entries taken are out of the ring until consumed or put
+ * back (in reverse order).  Returns how many (> 0), or -ENOBUFS (empty, or a
+ * policy refused: counted only with count).
+ */
+#define POOL_BUNDLE_MAX 256
+struct pool_bundle {
+	uint32_t max_len;	/* in */
+	uint16_t nr_iovs;	/* in: at least 1 */
+	uint8_t expand;		/* in */
+	uint8_t count;		/* in: a refusal counts as a receive's -ENOBUFS */
+	uint8_t partial;	/* out: an entry was cut or left for max_len */
+	uint8_t emptied;	/* out: no entry is left behind the last taken */
+	uint8_t expanded;	/* out: the room grew to the entries taken */
+	uint32_t total;		/* out: bytes mapped */
+};
+int pool_select_bundle(struct pool *p, uint16_t bgid, struct pool_bundle *b, struct pool_buf *out);
+
 /* A ring-mapped group (IORING_REGISTER_PBUF_RING) takes this id: 0, -EEXIST
  * if a legacy group with buffers or a ring already has it (an emptied legacy
  * group is replaced), or -ENOMEM.  Call it once the kernel's argument checks

@@ -13,6 +13,7 @@
 #include "pool/table.h"
 
 #include <errno.h>
+#include <stdint.h>
 
 static uint16_t ring_mask(const struct group *g)
 {
@@ -60,6 +61,72 @@ int ring_select(struct group *g, struct pool_buf *out, int count)
 	group_took(g, addr, len, bid, out);
 	g->ring_head++;
 	return 0;
+}
+
+/* io_ring_buffers_peek, whose quirks are the kernel's: the bundle ends
+ * empty only if the loop stepped past the last entry, which it does not
+ * after an entry that used up max_len. */
+int ring_bundle(struct group *g, struct pool_bundle *b, struct pool_buf *out)
+{
+	uint16_t tail = refresh(g);
+	uint16_t avail = (uint16_t)(tail - g->ring_head);
+	int ret = group_admit(g, !avail, b->count);
+	if (ret)
+		return ret;
+	uint32_t max_len = b->max_len;
+	uint32_t nr = b->nr_iovs ? b->nr_iovs : 1;
+	if (max_len) {
+		uint32_t len = __atomic_load_n(&entry_at(g, g->ring_head)->len, __ATOMIC_RELAXED);
+		if (!len)
+			return -ENOBUFS;
+		uint32_t needed = (uint32_t)(((uint64_t)max_len + len - 1) / len);
+		if (needed > POOL_BUNDLE_MAX)
+			needed = POOL_BUNDLE_MAX;
+		if (avail > needed)
+			avail = (uint16_t)needed;
+	}
+	b->expanded = 0;
+	if (b->expand && avail > nr && max_len) {
+		nr = avail;
+		b->expanded = 1;
+	} else if (avail < nr) {
+		nr = avail;
+	}
+	if (nr > POOL_BUNDLE_MAX)
+		nr = POOL_BUNDLE_MAX;
+	if (!max_len)
+		max_len = INT32_MAX;
+	b->partial = 0;
+	b->total = 0;
+	uint16_t head = g->ring_head;
+	int n = 0;
+	do {
+		const struct pool_ring_entry *e = entry_at(g, head);
+		uint64_t addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
+		uint32_t len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+		uint16_t bid = __atomic_load_n(&e->bid, __ATOMIC_RELAXED);
+		if (len > max_len) {
+			len = max_len;
+			b->partial = 1;
+			if (n)
+				break;
+		}
+		/* A policy's cap stops the bundle where a single selection
+		 * would be refused; the first entry passed group_admit. */
+		if (n && g->policy.cap && (uint64_t)g->in_use + g->held >= g->policy.cap)
+			break;
+		if (len > g->buf_len)
+			g->buf_len = len;
+		group_took(g, addr, len, bid, &out[n++]);
+		b->total += out[n - 1].len;
+		max_len -= len;
+		if (!max_len)
+			break;
+		head++;
+	} while (--nr);
+	g->ring_head = (uint16_t)(g->ring_head + n);
+	b->emptied = head == tail;
+	return n;
 }
 
 void ring_putback(struct group *g, const struct pool_buf *b)

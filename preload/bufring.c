@@ -110,6 +110,12 @@ static int emulated_ring(const struct bufring_reg *reg)
 	return group_has_policy(reg->bgid);
 }
 
+int bufring_keeps_all(void)
+{
+	return bufsel.conf.rings == BUFSEL_RINGS_EMULATE ||
+	       (bufsel.conf.rings == BUFSEL_RINGS_AUTO && !(kernel_rings() & KR_RINGS));
+}
+
 int bufring_opcode(unsigned opcode)
 {
 	return bufsel.conf.rings != BUFSEL_RINGS_KERNEL &&

@@ -12,6 +12,10 @@ struct ring;
 
 /* The register opcodes bufsel may answer for buffer rings: 1 or 0. */
 int bufring_opcode(unsigned opcode);
+/* Every buffer ring the program registers will be bufsel's (BUFSEL_RINGS=
+ * emulate, or auto on a kernel without rings): bundles, which bufsel runs
+ * on its groups of either kind, are then the program's on any kernel. */
+int bufring_keeps_all(void);
 /* io_uring_register for one of them on a shadowed ring: the result, or
  * -ENOSYS when the kernel answers (its ring, or rings left to it). */
 long bufring_register(struct ring *r, unsigned opcode, const long a[6]);

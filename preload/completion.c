@@ -138,6 +138,27 @@ static unsigned sock_nonempty_asked(const struct req *q, int res)
 	return 0;
 }
 
+/*
+ * A bundle's transfer of res bytes: the entries it touched are the
+ * program's (io_bundle_nbufs: the last may be partly filled), the rest go
+ * back to the ring; commit all, as a SEND's selection does.  Called with
+ * pool_lock held.
+ */
+static void bundle_settle(struct ring *r, struct req_bundle *bn, int res, int commit_all)
+{
+	uint16_t used = 0;
+	uint32_t left = res > 0 ? (uint32_t)res : 0;
+	while (used < bn->n && (left || commit_all)) {
+		const struct pool_buf *b = &bn->bufs[used++];
+		uint32_t got = left < b->len ? left : b->len;
+		pool_consume_bytes(r->x->pool, b, got);
+		left -= got;
+	}
+	while (bn->n > used)
+		pool_putback(r->x->pool, &bn->bufs[--bn->n]);
+	bn->n = 0;
+}
+
 static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	/* MSG_TRUNC bufsel added: a datagram's whole length, the program
@@ -155,7 +176,9 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 		cqe->res = -EFAULT;
 	int got = read ? cqe->res >= 0 : cqe->res > 0;
 	spin_lock(&r->x->pool_lock);
-	if (got) {
+	if (q->bun && q->bun->n) {
+		bundle_settle(r, q->bun, cqe->res, 0);
+	} else if (got) {
 		if (!(q->flags & REQ_DELIVERED))
 			pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)cqe->res);
 	} else if (!(q->flags & REQ_DELIVERED)) {
@@ -375,6 +398,10 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		return 0;
 	}
 	int msg = q->orig.opcode == IORING_OP_RECVMSG;
+	/* A bundle's step: its entries, how many it mapped, and whether it
+	 * mapped the ring's last (then the stream ends with this CQE). */
+	struct req_bundle *bn = q->bun && q->bun->n ? q->bun : NULL;
+	uint16_t mapped = bn ? bn->n : 0;
 	if (res > 0 || (msg && res == 0)) {
 		struct io_uring_recvmsg_out out = {
 			.namelen = msg ? q->msg->msg_namelen : 0,
@@ -398,11 +425,21 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		if (msg && (size_t)res > q->iov.iov_len)
 			res = (int)q->iov.iov_len;
 		spin_lock(&r->x->pool_lock);
-		pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)res);
+		if (bn)
+			bundle_settle(r, bn, res, 0);
+		else
+			pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->x->pool_lock);
 		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE |
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
 			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		if (bn && q->emptied) {
+			/* io_recv_finish: a bundle with no more entries is done. */
+			cqe->flags &= ~IORING_CQE_F_MORE;
+			complete_post(r, cqe);
+			multi_end(r, q, res);
+			return 0;
+		}
 		if (msg) {
 			/* The result counts the header and the room for name and
 			 * control. */
@@ -436,6 +473,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 				res = -ENOBUFS;
 				goto end;
 			}
+			q->looping = 1;
 			if ((res = rewrite_multi_recv(r, q))) {
 				cqe->flags = 0;
 				goto end;
@@ -450,13 +488,17 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		return 0;
 	}
 	spin_lock(&r->x->pool_lock);
-	pool_putback(r->x->pool, &q->buf);
+	if (bn)
+		bundle_settle(r, bn, 0, 0);
+	else
+		pool_putback(r->x->pool, &q->buf);
 	spin_unlock(&r->x->pool_lock);
 	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
 		/* The data went elsewhere: wait for more.  A RECV keeps the
-		 * length of the buffer it tried (first_attempt in rewrite.c). */
-		if (q->orig.opcode == IORING_OP_RECV)
-			q->want = q->next.len;
+		 * length of the buffer it tried (first_attempt in rewrite.c);
+		 * a bundle, only if it mapped one entry. */
+		if (q->orig.opcode == IORING_OP_RECV && (!bn || mapped == 1))
+			q->want = bn ? q->buf.len : q->next.len;
 		rewrite_multi_poll(r, q);
 		make_ready(r, q);
 		return 0;
@@ -533,7 +575,10 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 {
 	int res = cqe->res;
 	spin_lock(&r->x->pool_lock);
-	pool_consume_bytes(r->x->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
+	if (q->bun && q->bun->n)
+		bundle_settle(r, q->bun, res, 1);
+	else
+		pool_consume_bytes(r->x->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
 	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	cqe->flags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);

@@ -83,8 +83,10 @@ void req_free(struct req_table *t, struct req *q)
 	req_recv_unbound(t, q);
 	heap_free(q->held);
 	heap_free(q->msg);
+	heap_free(q->bun);
 	q->held = NULL;
 	q->msg = NULL;
+	q->bun = NULL;
 	spin_lock(&t->lock);
 	q->live = 0;
 	q->gen++;
@@ -166,6 +168,7 @@ void req_table_destroy(struct req_table *t)
 		for (uint32_t i = 0; i < REQ_CHUNK; i++) {
 			heap_free(t->chunk[c][i].held);
 			heap_free(t->chunk[c][i].msg);
+			heap_free(t->chunk[c][i].bun);
 		}
 		heap_free(t->chunk[c]);
 	}

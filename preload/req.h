@@ -78,6 +78,17 @@ enum req_flags {
 					 * succeeds (an error leaves it, and the CQE, without it) */
 };
 
+/* A bundle's ring entries (IORING_RECVSEND_BUNDLE on a ring bufsel keeps):
+ * the kernel's request maps them into one iovec array and commits those the
+ * transfer touched.  Up to two mappings of a receive (io_recv_finish maps
+ * again once for what is still queued). */
+struct req_bundle {
+	uint16_t n;
+	struct pool_buf bufs[2 * POOL_BUNDLE_MAX];
+	struct iovec iov[2 * POOL_BUNDLE_MAX];
+	struct msghdr msg;
+};
+
 struct req {
 	uint64_t user_data;	/* the program's */
 	uint8_t live;
@@ -93,6 +104,7 @@ struct req {
 	struct pool_buf buf;
 	struct iovec iov;	/* READV/RECVMSG: the one iovec, now on the selected buffer */
 	struct msghdr *msg;	/* RECVMSG: bufsel's copy, pointing at iov */
+	struct req_bundle *bun;	/* a bundle on a ring bufsel keeps: its entries */
 	uint64_t prog_msg;	/* RECVMSG: the program's msghdr, for the write-back */
 	struct msghdr tmpl;	/* RECVMSG multishot: name and control sizes to lay out */
 
@@ -107,6 +119,7 @@ struct req {
 					 * what is left queued (datagrams): the kernel tries
 					 * again at once after every CQE */
 	uint8_t loops;			/* RECV_MULTI, MSG_DONTWAIT: receives in a row */
+	uint8_t looping;		/* RECV_MULTI: the next receive follows one at once */
 	uint8_t emptied;		/* SEND_BUNDLE, RECV_MULTI: its latest selection emptied
 					 * the group (the kernel's REQ_F_BL_EMPTY) */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */

@@ -30,11 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <linux/capability.h>
 
+#include "preload/bufring.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/opdef.h"
@@ -999,6 +1001,140 @@ static struct req *recv_defer(struct ring *r, struct io_uring_sqe *sqe, uint32_t
 	return q;
 }
 
+static enum pool_kind group_kind(struct ring *r, const struct io_uring_sqe *sqe);
+
+/*
+ * A RECV bundle on a ring bufsel keeps maps as many entries as the data
+ * needs, which bufsel learns only when the data is there: such a receive
+ * always waits for it (recv_defer; a poll on a readable socket fires at
+ * once) and maps its entries then (bind_bundle).  A multishot one maps
+ * at each receive of its stream (multi_bundle_recv).
+ */
+static int recv_bundle_on_ring(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	return sqe->opcode == IORING_OP_RECV && (sqe->ioprio & IORING_RECVSEND_BUNDLE) &&
+	       !(sqe->ioprio & IORING_RECV_MULTISHOT) && group_kind(r, sqe) == POOL_EMULATED_RING;
+}
+
+static int recv_bundle_multi_on_ring(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	return sqe->opcode == IORING_OP_RECV &&
+	       (sqe->ioprio & (IORING_RECVSEND_BUNDLE | IORING_RECV_MULTISHOT)) ==
+		       (IORING_RECVSEND_BUNDLE | IORING_RECV_MULTISHOT) &&
+	       group_kind(r, sqe) == POOL_EMULATED_RING;
+}
+
+/* The room the kernel's next bundle mapping starts with (ring.h, bundle_vec). */
+static uint16_t bundle_room(const struct ring *r)
+{
+	return r->x->bundle_vec ? r->x->bundle_vec : 1;
+}
+
+/*
+ * A bundle RECV's first attempt found no data: with a single entry mapped,
+ * io_recv_buf_select kept its length as the request's (sr->len), which then
+ * caps the mapping when the data comes; with several it kept nothing.
+ */
+static uint32_t bundle_keep(struct ring *r, const struct io_uring_sqe *sqe, uint32_t keep)
+{
+	if (sqe->len)
+		return 0;
+	spin_lock(&r->x->pool_lock);
+	uint32_t avail = pool_available(r->x->pool, sqe->buf_group);
+	uint16_t room = bundle_room(r);
+	spin_unlock(&r->x->pool_lock);
+	return (avail < room ? avail : room) == 1 ? keep : 0;
+}
+
+/* The socket's queued bytes, as msg_inq reports them to io_recv_finish. */
+static uint32_t sock_queued(int fd)
+{
+	int v = 0;
+	if (sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) || v < 0)
+		return 0;
+	return (uint32_t)v;
+}
+
+/*
+ * The entries of a bundle RECV whose data is there, as 6.18 maps them: once
+ * (up to what the request asks, or with the room it has), and if that filled
+ * every entry, ended on none cut and left the ring some, and more than a
+ * byte is still queued, once more for what is queued (io_recv_finish's
+ * retry).  The kernel receives twice; bufsel receives once into both
+ * mappings.  0 and q->bun filled, or -ENOBUFS / -ENOMEM.
+ */
+static int bind_bundle(struct ring *r, struct req *q, uint32_t max_len, int again)
+{
+	const struct io_uring_sqe *sqe = &q->orig;
+	uint32_t inq = (sqe->flags & IOSQE_FIXED_FILE) ? 0 : sock_queued(sqe->fd);
+	if (!q->bun && !(q->bun = heap_malloc(sizeof(*q->bun), "bundle")))
+		return -ENOMEM;
+	struct req_bundle *bn = q->bun;
+	/* In a multishot stream, a receive that follows another at once
+	 * maps for what that one left queued (its msg_inq). */
+	if (!max_len && q->looping && inq > 1)
+		max_len = inq;
+	spin_lock(&r->x->pool_lock);
+	struct pool_bundle a = { .max_len = max_len, .nr_iovs = bundle_room(r), .expand = 1, .count = !again };
+	int n = pool_select_bundle(r->x->pool, sqe->buf_group, &a, bn->bufs);
+	if (n > 0) {
+		if (a.expanded)
+			r->x->bundle_vec = (uint16_t)n;
+		q->emptied = a.emptied;
+		if (!a.emptied && !a.partial && inq >= a.total && inq - a.total > 1) {
+			struct pool_bundle b = { .max_len = inq - a.total, .nr_iovs = bundle_room(r), .expand = 1 };
+			int m = pool_select_bundle(r->x->pool, sqe->buf_group, &b, bn->bufs + n);
+			if (m > 0) {
+				if (b.expanded)
+					r->x->bundle_vec = (uint16_t)m;
+				q->emptied = b.emptied;
+				n += m;
+			}
+		}
+	}
+	spin_unlock(&r->x->pool_lock);
+	if (n < 0)
+		return n;
+	bn->n = (uint16_t)n;
+	return 0;
+}
+
+/* A bundle's entries back to the ring, last first (the ring's head moves
+ * back over them only in that order). */
+static void bundle_putback(struct ring *r, struct req_bundle *bn)
+{
+	spin_lock(&r->x->pool_lock);
+	while (bn->n)
+		pool_putback(r->x->pool, &bn->bufs[--bn->n]);
+	spin_unlock(&r->x->pool_lock);
+}
+
+/* The SQE onto the bundle's entries: one is a plain RECV or SEND, more a
+ * RECVMSG or SENDMSG over them. */
+static void bundle_sqe(struct io_uring_sqe *sqe, struct req_bundle *bn, uint8_t msg_opcode)
+{
+	uint32_t total = 0;
+	for (uint16_t i = 0; i < bn->n; i++) {
+		bn->iov[i] = (struct iovec){ (void *)(uintptr_t)bn->bufs[i].addr, bn->bufs[i].len };
+		total += bn->bufs[i].len;
+	}
+	if (bn->n == 1) {
+		sqe->addr = bn->bufs[0].addr;
+		sqe->len = total;
+		return;
+	}
+	bn->msg = (struct msghdr){ .msg_iov = bn->iov, .msg_iovlen = bn->n };
+	if (sqe->addr2 && sqe->addr_len) {
+		bn->msg.msg_name = (void *)(uintptr_t)sqe->addr2;
+		bn->msg.msg_namelen = sqe->addr_len;
+	}
+	sqe->opcode = msg_opcode;
+	sqe->addr = (uint64_t)(uintptr_t)&bn->msg;
+	sqe->len = 0;
+	sqe->addr2 = 0;
+	sqe->addr_len = 0;
+}
+
 static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			       struct rewrite_undo *u)
 {
@@ -1040,7 +1176,9 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 			standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
 			return NULL;
 		}
-		if ((sqe->msg_flags & MSG_DONTWAIT) || readable) {
+		if (recv_bundle_on_ring(r, sqe))
+			keep = readable ? 0 : bundle_keep(r, sqe, keep);
+		else if ((sqe->msg_flags & MSG_DONTWAIT) || readable) {
 			select_now(r, sqe, def, want, &msg, u);
 			if (u->kind == UNDO_SELECT)
 				batch_recv_add(r, u->req, fixed || (readable & ~(POLLIN | POLLRDNORM)));
@@ -1056,6 +1194,37 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 	return q;
 }
 
+/* A waiting bundle RECV whose data came: its entries, and its SQE onto them. */
+static int rebind_bundle(struct ring *r, struct req *q, int again)
+{
+	struct io_uring_sqe *sqe = &q->orig;
+	int res = bind_bundle(r, q, q->want, again);
+	if (res)
+		return res;
+	q->kind = REQ_RECV_SEL;
+	if (sqe->msg_flags & MSG_WAITALL)
+		q->flags |= REQ_WAITALL;
+	sqe->ioprio = 0;
+	q->buf = q->bun->bufs[0];
+	struct msghdr none = { 0 };
+	res = bind_buffer(r, q, sqe, opdef_get(sqe->opcode), 0, &none);
+	if (res) {
+		bundle_putback(r, q->bun);
+		return res;
+	}
+	/* bufsel settles the entries from the CQE, so it needs every one. */
+	if (q->flags & REQ_DELIVERED) {
+		q->flags = (uint16_t)((q->flags & ~REQ_DELIVERED) | REQ_SKIP_SUCCESS);
+		sqe->flags &= (uint8_t)~IOSQE_CQE_SKIP_SUCCESS;
+	}
+	bundle_sqe(sqe, q->bun, IORING_OP_RECVMSG);
+	q->want = 0;
+	for (uint16_t i = 0; i < q->bun->n; i++)
+		q->want += q->bun->bufs[i].len;
+	req_recv_bound(&r->reqs, q);
+	return 0;
+}
+
 int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 {
 	struct io_uring_sqe *sqe = &q->orig;
@@ -1065,6 +1234,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 	struct msghdr msg = q->tmpl;
 	if (not_a_socket(sqe, def))
 		return -ENOTSOCK;
+	if (recv_bundle_on_ring(r, sqe))
+		return rebind_bundle(r, q, again);
 	spin_lock(&r->x->pool_lock);
 	int res = again ? pool_select_again(r->x->pool, sqe->buf_group, &q->buf)
 			: pool_select(r->x->pool, sqe->buf_group, &q->buf);
@@ -1121,8 +1292,33 @@ int rewrite_multi_wake(struct ring *r, struct req *q)
 	return rewrite_multi_recv(r, q);
 }
 
+/* A multishot RECV bundle's next receive (io_recv with REQ_F_APOLL_MULTISHOT):
+ * mapped as a single bundle's, with the first CQE's cap, MSG_DONTWAIT. */
+static int multi_bundle_recv(struct ring *r, struct req *q)
+{
+	int res = bind_bundle(r, q, q->want ? q->want : q->orig.len, 0);
+	q->looping = 0;
+	if (res)
+		return res;
+	req_recv_bound(&r->reqs, q);
+	q->buf = q->bun->bufs[0];
+	struct io_uring_sqe *sqe = &q->next;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_RECV;
+	sqe->fd = q->orig.fd;
+	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
+	sqe->personality = q->orig.personality;
+	sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
+	sqe->user_data = req_tag(&r->reqs, q);
+	bundle_sqe(sqe, q->bun, IORING_OP_RECVMSG);
+	q->receiving = 1;
+	return 0;
+}
+
 int rewrite_multi_recv(struct ring *r, struct req *q)
 {
+	if (recv_bundle_multi_on_ring(r, &q->orig))
+		return multi_bundle_recv(r, q);
 	spin_lock(&r->x->pool_lock);
 	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
 	/* The kernel's retry after this receive's CQE comes at once, before
@@ -1268,8 +1464,11 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	uint32_t cflags = 0, keep = 0;
 	struct pool_buf taken;
 	int took = 0;
-	if (!poll_first && def->select == SELECT_WHEN_READABLE)
+	if (!poll_first && def->select == SELECT_WHEN_READABLE) {
 		res = first_attempt(r, sqe, def, want, &tmpl, 1, &taken, &took, &keep);
+		if (!res && recv_bundle_multi_on_ring(r, sqe))
+			keep = bundle_keep(r, sqe, keep);
+	}
 	else if (!poll_first && !group_available(r, sqe->buf_group))
 		res = -ENOBUFS;
 	int readable = !fixed && fd_readable(sqe->fd);
@@ -1308,8 +1507,43 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	return links ? q : NULL;
 }
 
+/*
+ * A bundle SEND's step on a ring bufsel keeps: io_send_select_buffer maps
+ * every entry there is (up to the SQE's length on the first step, up to
+ * POOL_BUNDLE_MAX) and commits them all; one SENDMSG sends them whole.
+ */
+static int bundle_send_step(struct ring *r, struct req *q)
+{
+	if (!q->bun && !(q->bun = heap_malloc(sizeof(*q->bun), "bundle")))
+		return -ENOMEM;
+	spin_lock(&r->x->pool_lock);
+	struct pool_bundle b = { .max_len = q->want && q->want <= INT32_MAX ? q->want : INT32_MAX,
+				 .nr_iovs = bundle_room(r), .expand = 1, .count = 1 };
+	int n = pool_select_bundle(r->x->pool, q->orig.buf_group, &b, q->bun->bufs);
+	if (n > 0 && b.expanded)
+		r->x->bundle_vec = (uint16_t)n;
+	spin_unlock(&r->x->pool_lock);
+	if (n < 0)
+		return n;
+	q->want = 0;	/* io_mshot_prep_retry: later steps have no length */
+	q->bun->n = (uint16_t)n;
+	q->emptied = b.emptied;
+	q->buf = q->bun->bufs[0];
+	struct io_uring_sqe *sqe = &q->next;
+	*sqe = q->orig;
+	sqe->flags &= IOSQE_FIXED_FILE;
+	sqe->ioprio = 0;
+	sqe->buf_index = 0;
+	sqe->msg_flags |= MSG_WAITALL;	/* a bundle wants its entries whole */
+	sqe->user_data = req_tag(&r->reqs, q);
+	bundle_sqe(sqe, q->bun, IORING_OP_SENDMSG);
+	return 0;
+}
+
 int rewrite_bundle_send(struct ring *r, struct req *q)
 {
+	if (group_kind(r, &q->orig) == POOL_EMULATED_RING)
+		return bundle_send_step(r, q);
 	spin_lock(&r->x->pool_lock);
 	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
@@ -1354,6 +1588,7 @@ static struct req *select_send_bundle(struct ring *r, struct io_uring_sqe *sqe,
 	q->kind = REQ_SEND_BUNDLE;
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
+	q->want = sqe->len;
 	int res = rewrite_bundle_send(r, q);
 	if (res) {
 		uint32_t cflags = q->cflags;
@@ -1867,7 +2102,10 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 	switch (u->kind) {
 	case UNDO_SELECT:
 		/* Not yet consumed, delivered or not (rewrite_commit). */
-		pool_locked_putback(r, &u->req->buf);
+		if (u->req->bun && u->req->bun->n)
+			bundle_putback(r, u->req->bun);
+		else
+			pool_locked_putback(r, &u->req->buf);
 		req_free(&r->reqs, u->req);
 		break;
 	case UNDO_REQ:
@@ -1936,10 +2174,17 @@ static int rewrite_barrier(struct ring *r, const struct io_uring_sqe *sqe)
 static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe)
 {
 	if (bufsel.conf.rings == BUFSEL_RINGS_KERNEL || !(sqe->flags & IOSQE_BUFFER_SELECT) ||
-	    (sqe->opcode != IORING_OP_RECV && sqe->opcode != IORING_OP_RECVMSG) ||
 	    (r->x->pool && group_kind(r, sqe) == POOL_KERNEL_RING))
 		return 0;
-	return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+	/* Bundles only where the features said so (setup.c). */
+	uint32_t bundle = (sqe->ioprio & IORING_RECVSEND_BUNDLE) && bufring_keeps_all() ? IORING_RECVSEND_BUNDLE : 0;
+	if (sqe->opcode == IORING_OP_SEND)
+		return bundle;
+	if (sqe->opcode == IORING_OP_RECV)
+		return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST | bundle;
+	if (sqe->opcode == IORING_OP_RECVMSG)
+		return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+	return 0;
 }
 
 static int rewrite_probe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)

@@ -190,6 +190,12 @@ struct ring_shared {
 	 * (drain and completion of any of those processes use it). */
 	struct pool *pool;
 	struct spin pool_lock;
+	/* The iovec array the kernel's message cache hands the next bundle
+	 * (io_netmsg_recycle keeps a request's array with its header): as
+	 * many entries as the last bundle mapping that grew one took, 0 for
+	 * none.  The cache is a stack of headers shared by every network
+	 * request; bufsel follows the one its bundles pass on (pool_lock). */
+	uint16_t bundle_vec;
 };
 
 /* Grouped by meaning: in order of size the 1,024 slots would save 8 bytes each. */

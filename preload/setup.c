@@ -482,6 +482,9 @@ long emu_setup(const long a[6])
 
 	struct io_uring_params out = p;
 	out.features = compat_features(p.features);
+	/* Asked only where the answer counts: a kernel with bundles has rings. */
+	if (!(out.features & FEAT_RECVSEND_BUNDLE) && bufring_keeps_all())
+		out.features |= FEAT_RECVSEND_BUNDLE;
 	shadow_fill_offsets(&r->sh.lay, &out.sq_off, &out.cq_off);
 	complete_reap(r);	/* sets the initial shadow flags */
 	if (copy_to_prog(up, &out, sizeof(out))) {

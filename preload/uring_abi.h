@@ -28,6 +28,7 @@
 #define BUFRING_INC 2u			/* IOU_PBUF_RING_INC */
 #define BUFRING_OFF_SHIFT 16		/* IORING_OFF_PBUF_SHIFT */
 #define BUFRING_OFF_MASK 0xf8000000ULL	/* IORING_OFF_MMAP_MASK */
+#define FEAT_RECVSEND_BUNDLE (1U << 14)	/* IORING_FEAT_RECVSEND_BUNDLE, 6.10 */
 
 struct bufring_reg {			/* struct io_uring_buf_reg */
 	uint64_t ring_addr;

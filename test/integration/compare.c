@@ -122,6 +122,7 @@
 	X(bs_echo, 30, true, true)             \
 	X(bs_ring_basic, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
+	X(bs_ring_bundle, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(pol_cap, 10, true, true)             \
 	X(pol_ring_cap, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(pol_maxlen, 10, true, true)          \
@@ -502,6 +503,10 @@ KERNEL515_TEST(bs_ring_multishot)	/* multishot RECV (6.0) on bufsel's rings */
 KERNEL515_TEST(bs_recvmsg_edge)
 KERNEL515_TEST(bs_wait_many)
 KERNEL515_TEST(bs_recv)
+RINGS_EMULATED_TEST(bs_ring_bundle)
+KERNEL515_TEST(bs_ring_bundle)	/* bundles (6.10) on bufsel's rings */
+KERNEL515_TEST(bs_bundle)	/* and on its legacy groups */
+KERNEL515_TEST(bs_tiny_ring)
 RINGS_EMULATED_TEST(pol_ring_cap)
 KERNEL515_TEST(pol_ring_cap)
 

@@ -6,7 +6,9 @@
  * that moves the head back only while the entry is the last one taken, the
  * id rules shared with the kernel's rings (-EEXIST, PROVIDE and REMOVE
  * -EINVAL, an emptied legacy group replaced), unregistering with buffers
- * out, the counters, and a policy's cap on a ring.
+ * out, the counters, a policy's cap on a ring, and a bundle's mapping
+ * (io_ring_buffers_peek: room, length, the cut first entry, the left later
+ * one, when the ring counts as emptied, the cap).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -186,4 +188,79 @@ Test(ring, a_cap_applies_to_a_ring)
 	cr_assert_eq(pool_select(P, 1, &b[2]), 0);
 	cr_assert_eq(b[2].bid, 2);
 	pool_consume(P, &b[2]);
+}
+
+/* Entries of 64 bytes, bids 0..n-1; a bundle with max_len, room, expand. */
+static int bundle(uint16_t bgid, uint32_t max_len, uint16_t room, struct pool_bundle *b, struct pool_buf *out)
+{
+	*b = (struct pool_bundle){ .max_len = max_len, .nr_iovs = room, .expand = 1, .count = 1 };
+	return pool_select_bundle(P, bgid, b, out);
+}
+
+static void consume_all(struct pool_buf *out, int n)
+{
+	for (int i = 0; i < n; i++)
+		pool_consume(P, &out[i]);
+}
+
+Test(ring, a_bundle_maps_as_io_ring_buffers_peek)
+{
+	emulate(1, 8);
+	for (uint16_t i = 0; i < 8; i++)
+		add(8, i);
+	struct pool_bundle b;
+	struct pool_buf out[POOL_BUNDLE_MAX];
+	/* No length: the room it has, whole entries. */
+	cr_assert_eq(bundle(1, 0, 1, &b, out), 1);
+	cr_assert(!b.expanded && !b.partial && !b.emptied);
+	cr_assert_eq(b.total, 64);
+	consume_all(out, 1);
+	cr_assert_eq(bundle(1, 0, 3, &b, out), 3);
+	cr_assert_eq(out[0].bid, 1);
+	cr_assert_eq(out[2].bid, 3);
+	consume_all(out, 3);
+	/* 100 bytes: the second entry would be cut, so it is left. */
+	cr_assert_eq(bundle(1, 100, 1, &b, out), 1);
+	cr_assert(b.expanded && b.partial && !b.emptied);
+	cr_assert_eq(b.total, 64);
+	/* Put back last first: the head is where it was. */
+	pool_putback(P, &out[0]);
+	/* 30 bytes: the first entry alone, cut. */
+	cr_assert_eq(bundle(1, 30, 1, &b, out), 1);
+	cr_assert(b.partial);
+	cr_assert_eq(out[0].bid, 4);
+	cr_assert_eq(out[0].len, 30);
+	pool_putback(P, &out[0]);
+	/* 128 bytes use two entries up: the loop stops on the second, which
+	 * it does not step past, so the ring is not "emptied" even when it
+	 * holds no more. */
+	add(8, 8);
+	cr_assert_eq(pool_available(P, 1), 5);
+	cr_assert_eq(bundle(1, 128, 1, &b, out), 2);
+	cr_assert(!b.partial && !b.emptied);
+	consume_all(out, 2);
+	/* The rest without a length, with room for more: emptied. */
+	cr_assert_eq(bundle(1, 0, 8, &b, out), 3);
+	cr_assert(b.emptied && !b.expanded);
+	consume_all(out, 3);
+	cr_assert_eq(bundle(1, 0, 1, &b, out), -ENOBUFS);
+	struct pool_group_stats st;
+	cr_assert_eq(pool_group_stats(P, 1, &st), 0);
+	cr_assert_eq(st.enobufs_empty, 1);
+}
+
+Test(ring, a_bundle_stops_at_the_cap_and_not_on_a_legacy_group)
+{
+	pool_set_policy(P, cap_two, NULL);
+	emulate(1, 8);
+	for (uint16_t i = 0; i < 6; i++)
+		add(8, i);
+	struct pool_bundle b;
+	struct pool_buf out[POOL_BUNDLE_MAX];
+	cr_assert_eq(bundle(1, 0, 5, &b, out), 2);
+	cr_assert_eq(bundle(1, 0, 5, &b, out + 2), -ENOBUFS);
+	consume_all(out, 2);
+	struct pool_provide pr = { .addr = 0x1000, .len = 64, .nbufs = 2, .bgid = 2 };
+	cr_assert_eq(pool_provide(P, &pr), 0);
+	cr_assert_eq(bundle(2, 0, 1, &b, out), -ENOBUFS);
 }
