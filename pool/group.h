@@ -131,6 +131,8 @@ void group_hist(const struct group *g, struct pool_group_hist *out);
 /* ring.c: an emulated ring's selection, put-back, and what it holds. */
 int ring_select(struct group *g, struct pool_buf *out, int count);
 int ring_bundle(struct group *g, struct pool_bundle *b, struct pool_buf *out);
+int ring_commit(struct group *g, const struct pool_buf *bufs, uint16_t n, uint32_t used,
+		const struct pool_allocator *a);
 void ring_putback(struct group *g, const struct pool_buf *b);
 uint32_t ring_available(const struct group *g);
 int ring_peek(const struct group *g, struct pool_buf *out);

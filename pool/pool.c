@@ -242,6 +242,23 @@ int pool_select_bundle(struct pool *p, uint16_t bgid, struct pool_bundle *b, str
 	return n;
 }
 
+int pool_ring_commit(struct pool *p, const struct pool_buf *bufs, uint16_t n, uint32_t used)
+{
+	struct group *g = n ? table_get(p, bufs[0].bgid) : NULL;
+	if (!g || g->kind != GROUP_RING_EMU || g->in_use < n) {
+		p->strays += n;
+		return 0;
+	}
+	p->outstanding -= n;
+	return ring_commit(g, bufs, n, used, &p->a);
+}
+
+int pool_ring_incremental(const struct pool *p, uint16_t bgid)
+{
+	const struct group *g = table_get(p, bgid);
+	return g && g->kind == GROUP_RING_EMU && g->ring.incremental;
+}
+
 uint32_t pool_available(const struct pool *p, uint16_t bgid)
 {
 	const struct group *g = table_get(p, bgid);

@@ -192,7 +192,8 @@ void pool_remove_undo(struct pool *p, struct pool_kept *kept);
 void pool_kept_free(struct pool *p, struct pool_kept *kept);
 
 /* Takes the head of group bgid: 0, or -ENOBUFS if the group is empty or is
- * not a legacy group (nonexistent or ring-mapped: a ring is the kernel's). */
+ * not a legacy group (nonexistent or ring-mapped: a ring is the kernel's),
+ * or -EBUSY while an incremental ring's entry is out (pool_ring_commit). */
 int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out);
 /* pool_select for a request whose earlier selection was refused and
  * counted: a refusal now is not counted again. */
@@ -262,6 +263,9 @@ struct pool_ring {
 	struct pool_ring_entry *entries;	/* as the caller reads them */
 	uint32_t nr;				/* a power of two below 65536 */
 	uint16_t flags;				/* the registration's, kept for the caller */
+	uint8_t incremental;			/* IOU_PBUF_RING_INC: entries are used up in parts */
+	uint32_t min_left;			/* the registration's: an entry left with fewer
+						 * bytes is done */
 	void *mem;		/* the caller's own mapping of the ring, or NULL */
 	size_t mem_len;
 	int mem_fd;		/* the caller's fd of that memory, or -1 */
@@ -293,8 +297,8 @@ void pool_for_each_ring(const struct pool *p, void (*fn)(uint16_t bgid, const st
  * what max_len needs (at most POOL_BUNDLE_MAX).  An entry longer than what
  * is left of max_len is cut when it is the first, else left with the rest
  * (partial).  The entries taken are out of the ring until consumed or put
- * back (in reverse order).  Returns how many (> 0), or -ENOBUFS (empty, or a
- * policy refused: counted only with count).
+ * back (in reverse order).  Returns how many (> 0), -ENOBUFS (empty, or a
+ * policy refused: counted only with count) or -EBUSY (pool_ring_commit).
  */
 #define POOL_BUNDLE_MAX 256
 struct pool_bundle {
@@ -308,6 +312,22 @@ struct pool_bundle {
 	uint32_t total;		/* out: bytes mapped */
 };
 int pool_select_bundle(struct pool *p, uint16_t bgid, struct pool_bundle *b, struct pool_buf *out);
+
+/*
+ * An incremental ring (IOU_PBUF_RING_INC) commits what a transfer used, as
+ * io_kbuf_inc_commit: from the first of the n entries taken (the last n
+ * taken, in order), each used up is done (its len set to 0 in the ring),
+ * and the one the transfer ended in, if left with min_left bytes or more (or
+ * not touched at all), stays at the head, its addr and len moved past what
+ * was used; the entries after it go back.  Returns 1 when an entry stays
+ * (IORING_CQE_F_BUF_MORE), 0 when none does.  Entries taken since by
+ * another selection leave these as taken, done.  Until its entries are
+ * committed (or put back), a selection from the ring fails with -EBUSY,
+ * uncounted: the kernel runs such transfers one after the other.
+ */
+int pool_ring_commit(struct pool *p, const struct pool_buf *bufs, uint16_t n, uint32_t used);
+/* The id holds an incremental ring bufsel keeps. */
+int pool_ring_incremental(const struct pool *p, uint16_t bgid);
 
 /* A ring-mapped group (IORING_REGISTER_PBUF_RING) takes this id: 0, -EEXIST
  * if a legacy group with buffers or a ring already has it (an emptied legacy

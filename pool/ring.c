@@ -45,8 +45,17 @@ static uint16_t refresh(struct group *g)
 	return tail;
 }
 
+/* An incremental ring's head entry is used in order: while a transfer that
+ * commits when it completes has it out, the next one must wait for it. */
+static int inc_busy(const struct group *g)
+{
+	return g->ring.incremental && g->in_use;
+}
+
 int ring_select(struct group *g, struct pool_buf *out, int count)
 {
+	if (inc_busy(g))
+		return -EBUSY;
 	uint16_t tail = refresh(g);
 	int ret = group_admit(g, tail == g->ring_head, count);
 	if (ret)
@@ -68,6 +77,8 @@ int ring_select(struct group *g, struct pool_buf *out, int count)
  * after an entry that used up max_len. */
 int ring_bundle(struct group *g, struct pool_bundle *b, struct pool_buf *out)
 {
+	if (inc_busy(g))
+		return -EBUSY;
 	uint16_t tail = refresh(g);
 	uint16_t avail = (uint16_t)(tail - g->ring_head);
 	int ret = group_admit(g, !avail, b->count);
@@ -105,11 +116,14 @@ int ring_bundle(struct group *g, struct pool_bundle *b, struct pool_buf *out)
 		uint64_t addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
 		uint32_t len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
 		uint16_t bid = __atomic_load_n(&e->bid, __ATOMIC_RELAXED);
+		/* An incremental ring's entry is mapped in part, never cut. */
 		if (len > max_len) {
 			len = max_len;
-			b->partial = 1;
-			if (n)
-				break;
+			if (!g->ring.incremental) {
+				b->partial = 1;
+				if (n)
+					break;
+			}
 		}
 		/* A policy's cap stops the bundle where a single selection
 		 * would be refused; the first entry passed group_admit. */
@@ -127,6 +141,62 @@ int ring_bundle(struct group *g, struct pool_bundle *b, struct pool_buf *out)
 	g->ring_head = (uint16_t)(g->ring_head + n);
 	b->emptied = head == tail;
 	return n;
+}
+
+int ring_commit(struct group *g, const struct pool_buf *bufs, uint16_t n, uint32_t used,
+		const struct pool_allocator *a)
+{
+	uint16_t first = (uint16_t)(g->ring_head - n);
+	int last_taken = (uint16_t)(g->ring_tail_seen - first) <= g->ring.nr;
+	for (uint16_t i = 0; i < n && last_taken; i++) {
+		const struct pool_ring_entry *e = entry_at(g, (uint16_t)(first + i));
+		last_taken = __atomic_load_n(&e->bid, __ATOMIC_RELAXED) == bufs[i].bid;
+	}
+	if (!last_taken) {
+		/* Another selection came between: these stay taken, done. */
+		for (uint16_t i = 0; i < n; i++)
+			group_consume(g, bufs[i].bid, i ? 0 : used, a);
+		return 0;
+	}
+	uint32_t min_left_sub_one = g->ring.min_left ? g->ring.min_left - 1 : 0;
+	uint16_t i = 0;
+	int more = 0;
+	uint32_t kept_used = 0;	/* bytes the transfer put in the entry that stays */
+	for (;;) {
+		struct pool_ring_entry *e = &g->ring.entries[(uint16_t)(first + i) & ring_mask(g)];
+		uint32_t len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+		uint32_t this_len = used < len ? used : len;
+		len -= this_len;
+		if (len > min_left_sub_one || !this_len) {
+			__atomic_store_n(&e->addr, __atomic_load_n(&e->addr, __ATOMIC_RELAXED) + this_len,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&e->len, len, __ATOMIC_RELAXED);
+			more = 1;
+			kept_used = this_len;
+			break;
+		}
+		__atomic_store_n(&e->len, 0, __ATOMIC_RELAXED);
+		group_consume(g, bufs[i].bid, this_len, a);
+		used -= this_len;
+		if (++i == n || !used)
+			break;
+	}
+	g->ring_head = (uint16_t)(first + i);
+	if (more) {
+		/* Delivered in part, and offered again where it is: the
+		 * program holds nothing of it. */
+		g->in_use--;
+		g->consumed++;
+		g->provided++;
+		g->used_count++;
+		g->used_bytes += kept_used;
+		g->used_hist[pool_hist_bucket(kept_used)]++;
+		i++;
+	}
+	/* Those after it the transfer never reached are the ring's again. */
+	g->in_use -= (uint32_t)(n - i);
+	g->returned += (uint16_t)(n - i);
+	return more;
 }
 
 void ring_putback(struct group *g, const struct pool_buf *b)

@@ -176,20 +176,14 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 		return -EINVAL;
 	if (!(reg->flags & BUFRING_INC) && reg->min_left)
 		return -EINVAL;
-	if (reg->flags & BUFRING_INC) {
-		/* Not yet: the kernel's, where it has them, else refused as by a
-		 * kernel without them. */
-		log_once(BUFSEL_LOG_WARN, ONCE_RING_INC, "buffer ring %u: incremental consumption (IOU_PBUF_RING_INC) is not emulated yet",
-			 reg->bgid);
-		return (kernel_rings() & KR_INC) ? -ENOSYS : -EINVAL;
-	}
 	enum pool_kind kind;
 	uint32_t available;
 	pool_kind_of(r, reg->bgid, &kind, &available);
 	if (kind == POOL_KERNEL_RING || kind == POOL_EMULATED_RING || (kind == POOL_LEGACY && available))
 		return -EEXIST;
 	size_t len = ((size_t)reg->ring_entries * sizeof(struct pool_ring_entry) + PAGE_LEN - 1) & ~(size_t)(PAGE_LEN - 1);
-	struct pool_ring ring = { .nr = reg->ring_entries, .flags = reg->flags, .mem_fd = -1 };
+	struct pool_ring ring = { .nr = reg->ring_entries, .flags = reg->flags, .mem_fd = -1,
+				  .incremental = !!(reg->flags & BUFRING_INC), .min_left = reg->min_left };
 	if (reg->flags & BUFRING_MMAP) {
 		void *mem = setup_shared_mem(len, &ring.mem_fd);
 		if (sys_is_err((long)mem))

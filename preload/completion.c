@@ -138,16 +138,40 @@ static unsigned sock_nonempty_asked(const struct req *q, int res)
 	return 0;
 }
 
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1U << 4)	/* 6.12 */
+#endif
+
+/* What a transfer used of the n entries it took from an incremental ring
+ * (pool_ring_commit), as its CQE's flag; pool_lock held. */
+static unsigned inc_commit(struct ring *r, const struct pool_buf *bufs, uint16_t n, uint32_t used)
+{
+	return pool_ring_commit(r->x->pool, bufs, n, used) ? IORING_CQE_F_BUF_MORE : 0;
+}
+
+static int incremental(struct ring *r, uint16_t bgid)
+{
+	return pool_ring_incremental(r->x->pool, bgid);
+}
+
 /*
  * A bundle's transfer of res bytes: the entries it touched are the
  * program's (io_bundle_nbufs: the last may be partly filled), the rest go
  * back to the ring; commit all, as a SEND's selection does.  Called with
  * pool_lock held.
  */
-static void bundle_settle(struct ring *r, struct req_bundle *bn, int res, int commit_all)
+static unsigned bundle_settle(struct ring *r, struct req_bundle *bn, int res, int commit_all)
 {
 	uint16_t used = 0;
 	uint32_t left = res > 0 ? (uint32_t)res : 0;
+	if (incremental(r, bn->bufs[0].bgid) && (left || commit_all)) {
+		uint32_t total = 0;
+		for (uint16_t i = 0; i < bn->n; i++)
+			total += bn->bufs[i].len;
+		unsigned more = inc_commit(r, bn->bufs, bn->n, commit_all ? total : left);
+		bn->n = 0;
+		return more;
+	}
 	while (used < bn->n && (left || commit_all)) {
 		const struct pool_buf *b = &bn->bufs[used++];
 		uint32_t got = left < b->len ? left : b->len;
@@ -157,6 +181,7 @@ static void bundle_settle(struct ring *r, struct req_bundle *bn, int res, int co
 	while (bn->n > used)
 		pool_putback(r->x->pool, &bn->bufs[--bn->n]);
 	bn->n = 0;
+	return 0;
 }
 
 static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
@@ -175,11 +200,23 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	if (cqe->res >= 0 && write_back_msghdr(q))
 		cqe->res = -EFAULT;
 	int got = read ? cqe->res >= 0 : cqe->res > 0;
+	unsigned more = 0;
+	if (q->flags & REQ_COMMITTED) {
+		/* A READ of a regular file committed at selection (rewrite_bind_recv). */
+		got = 1;
+		more = q->cflags;
+	}
 	spin_lock(&r->x->pool_lock);
-	if (q->bun && q->bun->n) {
-		bundle_settle(r, q->bun, cqe->res, 0);
+	if (q->flags & REQ_COMMITTED) {
+		;
+	} else if (q->bun && q->bun->n) {
+		more = bundle_settle(r, q->bun, cqe->res, 0);
 	} else if (got) {
-		if (!(q->flags & REQ_DELIVERED))
+		if (q->flags & REQ_DELIVERED)
+			;
+		else if (incremental(r, q->buf.bgid))
+			more = inc_commit(r, &q->buf, 1, (uint32_t)cqe->res);
+		else
 			pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)cqe->res);
 	} else if (!(q->flags & REQ_DELIVERED)) {
 		/* End of file or an error: the buffer goes back to the head. */
@@ -188,7 +225,7 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	if (got)
-		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		cqe->flags |= IORING_CQE_F_BUFFER | more | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 	int ok = !cut && cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want) &&
 		 !(read && (uint32_t)cqe->res != q->want);
 	return finish_recv(r, q, cqe, ok);
@@ -340,13 +377,27 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	 * file that polls (REQ_RING_LAZY) never committed its ring entry.  A
 	 * buffer delivered without a CQE is rewrite_commit's to consume, before
 	 * or after this: giving it back too would count it twice. */
-	if (((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) || ((q->flags & REQ_RING_LAZY) && cqe->res < 0)) {
+	if (q->flags & REQ_COMMITTED) {
+		/* Committed at selection: the buffer is reported whatever the
+		 * read gave. */
+		cqe->flags |= IORING_CQE_F_BUFFER | q->cflags | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		if ((q->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0 && (uint32_t)cqe->res == q->want)
+			post_it = 0;
+	} else if (((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) || ((q->flags & REQ_RING_LAZY) && cqe->res < 0)) {
 		if (!(q->flags & REQ_DELIVERED))
 			pool_putback(r->x->pool, &q->buf);
 	} else {
-		if (!(q->flags & REQ_DELIVERED))
-			pool_consume_bytes(r->x->pool, &q->buf, cqe->res > 0 ? (uint32_t)cqe->res : 0);
-		cqe->flags |= IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		unsigned more = 0;
+		uint32_t got = cqe->res > 0 ? (uint32_t)cqe->res : 0;
+		/* An incremental ring commits what a file that polls gave, else
+		 * what was mapped, at selection (io_should_commit). */
+		if (q->flags & REQ_DELIVERED)
+			;
+		else if (incremental(r, q->buf.bgid))
+			more = inc_commit(r, &q->buf, 1, (q->flags & REQ_RING_LAZY) ? got : q->want);
+		else
+			pool_consume_bytes(r->x->pool, &q->buf, got);
+		cqe->flags |= IORING_CQE_F_BUFFER | more | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		/* A read "succeeds" only if it got what it asked for: any other
 		 * result fails it (the kernel compares with the length). */
 		int ok = cqe->res >= 0 && (uint32_t)cqe->res == q->want;
@@ -392,7 +443,9 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		note_wait(r, q);
 		if (res < 0)
 			goto end;
-		if ((res = rewrite_multi_wake(r, q)))
+		if ((res = rewrite_multi_wake(r, q)) == -EBUSY)
+			rewrite_multi_poll(r, q);	/* an incremental entry is out: its turn comes */
+		else if (res)
 			goto end;
 		make_ready(r, q);
 		return 0;
@@ -424,13 +477,24 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		 * holds, as io_recvmsg_multishot clamps it. */
 		if (msg && (size_t)res > q->iov.iov_len)
 			res = (int)q->iov.iov_len;
+		unsigned more = 0;
+		/* What the buffer took: a RECVMSG's header and room for name
+		 * and control as well. */
+		uint32_t took = (uint32_t)res;
+		if (msg)
+			took += (uint32_t)(sizeof(out) + q->tmpl.msg_namelen + q->tmpl.msg_controllen);
 		spin_lock(&r->x->pool_lock);
 		if (bn)
-			bundle_settle(r, bn, res, 0);
+			more = bundle_settle(r, bn, res, 0);
+		else if (incremental(r, q->buf.bgid))
+			more = inc_commit(r, &q->buf, 1, took);
 		else
 			pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)res);
 		spin_unlock(&r->x->pool_lock);
-		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE |
+		/* An incremental entry that stays is there for the next receive. */
+		if (more && !bn)
+			q->emptied = 0;
+		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE | more |
 			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
 			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 		if (bn && q->emptied) {
@@ -474,7 +538,9 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 				goto end;
 			}
 			q->looping = 1;
-			if ((res = rewrite_multi_recv(r, q))) {
+			if ((res = rewrite_multi_recv(r, q)) == -EBUSY) {
+				rewrite_multi_poll(r, q);
+			} else if (res) {
 				cqe->flags = 0;
 				goto end;
 			}
@@ -575,13 +641,16 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 {
 	int res = cqe->res;
 	spin_lock(&r->x->pool_lock);
-	if (q->bun && q->bun->n)
-		bundle_settle(r, q->bun, res, 1);
+	unsigned more = 0;
+	if (q->flags & REQ_COMMITTED)
+		more = q->cflags;	/* an incremental ring's, at selection */
+	else if (q->bun && q->bun->n)
+		more = bundle_settle(r, q->bun, res, 1);
 	else
 		pool_consume_bytes(r->x->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
 	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
-	cqe->flags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+	cqe->flags = IORING_CQE_F_BUFFER | more | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
 	if (res <= 0 || q->emptied) {
 		complete_post(r, cqe);
 		multi_end(r, q, res);

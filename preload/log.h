@@ -41,9 +41,9 @@ enum log_once {
 	ONCE_REMOVE_KEEP,	/* no memory to keep what a REMOVE took */
 	ONCE_HELD_NO_ROOM,	/* no room in the real SQ for a held chain */
 	ONCE_HELD_SHORT,	/* the kernel took part of a held chain */
+	ONCE_RING_INC_SEND,	/* a SEND on an incremental ring whose entry a receive has */
 	ONCE_NO_PATCH,		/* the system refuses what site patching needs */
 	ONCE_UNDISPATCHED,	/* a thread left to run without Syscall User Dispatch */
-	ONCE_RING_INC,		/* an incremental buffer ring bufsel cannot keep */
 };
 
 int log_first(enum log_once what);	/* 1 the first time only */

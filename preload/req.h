@@ -76,6 +76,9 @@ enum req_flags {
 	REQ_RING_LAZY = 1 << 13,	/* READ on an emulated ring's buffer, from a file that
 					 * polls: the kernel commits the entry only if the read
 					 * succeeds (an error leaves it, and the CQE, without it) */
+	REQ_COMMITTED = 1 << 14,	/* an incremental ring's entry committed at selection
+					 * (io_should_commit): its CQE takes cflags, the pool
+					 * has nothing more to do */
 };
 
 /* A bundle's ring entries (IORING_RECVSEND_BUNDLE on a ring bufsel keeps):

@@ -852,27 +852,56 @@ static void undo_select(struct rewrite_undo *u, struct req *q)
 	u->buf = q->buf;
 }
 
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1U << 4)	/* 6.12 */
+#endif
+
+static int incremental_group(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	spin_lock(&r->x->pool_lock);
+	int inc = pool_ring_incremental(r->x->pool, sqe->buf_group);
+	spin_unlock(&r->x->pool_lock);
+	return inc;
+}
+
+/* An incremental ring's entry taken by a request that does not wait for a
+ * file to be ready (a regular file, io-wq, a SEND): io_should_commit
+ * commits what was mapped, now; the CQE says whether the entry stays. */
+static void commit_at_selection(struct ring *r, struct req *q, const struct pool_buf *bufs, uint16_t n,
+				uint32_t mapped)
+{
+	spin_lock(&r->x->pool_lock);
+	int more = pool_ring_commit(r->x->pool, bufs, n, mapped);
+	spin_unlock(&r->x->pool_lock);
+	q->flags |= REQ_COMMITTED;
+	q->cflags = more ? IORING_CQE_F_BUF_MORE : 0;
+}
+
 /*
  * Selects a buffer for the SQE and rewrites it onto it.  The stand-in
  * outcomes (-ENOBUFS, the kernel's NULL-buffer case) are the kernel's.
  */
-static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
-		       uint32_t want, const struct msghdr *msg, struct rewrite_undo *u)
+static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
+		      uint32_t want, const struct msghdr *msg, struct rewrite_undo *u, int lazy)
 {
 	struct req *q = req_alloc(&r->reqs);
 	if (!q) {
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
-		return;
+		return 0;
 	}
 	spin_lock(&r->x->pool_lock);
 	int res = pool_select(r->x->pool, sqe->buf_group, &q->buf);
 	if (res == -ENOBUFS && def->missing_enoent && !pool_has_group(r->x->pool, sqe->buf_group))
 		res = -ENOENT;
 	spin_unlock(&r->x->pool_lock);
+	if (res == -EBUSY) {
+		req_free(&r->reqs, q);
+		return res;	/* the caller waits, or answers */
+	}
 	if (res) {
 		req_free(&r->reqs, q);
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
-		return;
+		return 0;
 	}
 	if (!q->buf.addr) {
 		/* The kernel takes a NULL buffer for "none left".  A read
@@ -881,7 +910,7 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 		req_free(&r->reqs, q);
 		struct req *s = standin(r, sqe, -ENOBUFS, FAIL_AT_ISSUE, u);
 		standin_takes(r, s, def->null_putback ? NULL : &nul);
-		return;
+		return 0;
 	}
 	q->kind = def->select == SELECT_WHEN_READABLE ? REQ_RECV_SEL : REQ_READ_SEL;
 	q->user_data = sqe->user_data;
@@ -892,11 +921,16 @@ static void select_now(struct ring *r, struct io_uring_sqe *sqe, const struct op
 		pool_locked_putback(r, &q->buf);
 		req_free(&r->reqs, q);
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
-		return;
+		return 0;
 	}
 	if (q->kind == REQ_RECV_SEL)
 		req_recv_bound(&r->reqs, q);
+	else if (lazy)
+		q->flags |= REQ_RING_LAZY;
+	else if (incremental_group(r, sqe))
+		commit_at_selection(r, q, &q->buf, 1, q->want);
 	undo_select(u, q);
+	return 0;
 }
 
 /*
@@ -1178,8 +1212,10 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		}
 		if (recv_bundle_on_ring(r, sqe))
 			keep = readable ? 0 : bundle_keep(r, sqe, keep);
+		else if (incremental_group(r, sqe))
+			;	/* its entry is taken in turn, once the data is there */
 		else if ((sqe->msg_flags & MSG_DONTWAIT) || readable) {
-			select_now(r, sqe, def, want, &msg, u);
+			select_now(r, sqe, def, want, &msg, u, 0);
 			if (u->kind == UNDO_SELECT)
 				batch_recv_add(r, u->req, fixed || (readable & ~(POLLIN | POLLRDNORM)));
 			return NULL;
@@ -1249,11 +1285,18 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->x->pool_lock);
+	if (res == -EBUSY)
+		return -ENOBUFS;	/* parked behind the transfer that has the entry */
 	if (res)
 		return res;
 	q->kind = REQ_RECV_SEL;
-	if (def->select == SELECT_AT_ISSUE)
-		q->flags |= REQ_RING_LAZY;	/* a READ that waited (ring_read_lazy) */
+	/* A READ that waited: from a file that polls (ring_read_lazy), the
+	 * entry is committed with the data; from a regular file (it waited for
+	 * an incremental ring's turn), at selection. */
+	int at_selection = def->select == SELECT_AT_ISSUE && (sqe->flags & IOSQE_FIXED_FILE || cannot_poll(sqe->fd)) &&
+			   incremental_group(r, sqe);
+	if (def->select == SELECT_AT_ISSUE && !at_selection)
+		q->flags |= REQ_RING_LAZY;
 	else if (sqe->msg_flags & MSG_WAITALL)
 		q->flags |= REQ_WAITALL;
 	if (def->select != SELECT_AT_ISSUE)
@@ -1261,6 +1304,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 	res = bind_buffer(r, q, sqe, def, want, &msg);
 	if (res)
 		pool_locked_putback(r, &q->buf);
+	else if (at_selection)
+		commit_at_selection(r, q, &q->buf, 1, q->want);
 	else
 		req_recv_bound(&r->reqs, q);
 	return res;
@@ -1477,7 +1522,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		res = -EAGAIN;	/* as for a single receive (select_recv) */
 	if (!res && !poll_first && ((sqe->msg_flags & MSG_DONTWAIT) || readable)) {
 		int err = rewrite_multi_recv(r, q);
-		res = err ? err : 1;
+		res = err == -EBUSY ? 0 : err ? err : 1;	/* busy: its turn comes by poll */
 		cflags = err ? q->cflags : 0;
 	}
 	if (res < 0) {
@@ -1523,12 +1568,19 @@ static int bundle_send_step(struct ring *r, struct req *q)
 	if (n > 0 && b.expanded)
 		r->x->bundle_vec = (uint16_t)n;
 	spin_unlock(&r->x->pool_lock);
+	if (n == -EBUSY)
+		n = -ENOBUFS;	/* an incremental ring's entry is out: as select_read */
 	if (n < 0)
 		return n;
 	q->want = 0;	/* io_mshot_prep_retry: later steps have no length */
 	q->bun->n = (uint16_t)n;
 	q->emptied = b.emptied;
 	q->buf = q->bun->bufs[0];
+	if (incremental_group(r, &q->orig)) {
+		/* io_buffers_select commits a send's mapping at once. */
+		q->flags &= (uint16_t)~REQ_COMMITTED;
+		commit_at_selection(r, q, q->bun->bufs, (uint16_t)n, b.total);
+	}
 	struct io_uring_sqe *sqe = &q->next;
 	*sqe = q->orig;
 	sqe->flags &= IOSQE_FIXED_FILE;
@@ -1652,8 +1704,18 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);	/* io_send: before it selects */
 		return NULL;
 	}
+	struct msghdr none = { 0 };
 	if (!ring_read_lazy(r, sqe, def)) {
-		select_now(r, sqe, def, want, NULL, u);
+		/* An incremental ring's entry out with a transfer: a READ
+		 * waits its turn (as on a file that polls); a SEND cannot. */
+		if (select_now(r, sqe, def, want, NULL, u, 0) == -EBUSY) {
+			if (!def->sr_flags)
+				return recv_defer(r, sqe, want, &none, u);
+			log_once(BUFSEL_LOG_WARN, ONCE_RING_INC_SEND,
+				 "a SEND selected from incremental ring %u while a receive had its entry: -ENOBUFS",
+				 sqe->buf_group);
+			standin(r, sqe, -ENOBUFS, FAIL_AT_ISSUE, u);
+		}
 		return NULL;
 	}
 	struct pool_buf head;
@@ -1664,13 +1726,13 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 		return NULL;
 	}
-	if (!fd_readable(sqe->fd) && !(sqe->rw_flags & RWF_NOWAIT)) {
-		struct msghdr none = { 0 };
+	/* An incremental ring's READ takes its entry in turn, when data is
+	 * there (rewrite_bind_recv). */
+	int nowait = sqe->rw_flags & RWF_NOWAIT;
+	if ((!fd_readable(sqe->fd) || incremental_group(r, sqe)) && !nowait)
 		return recv_defer(r, sqe, want, &none, u);
-	}
-	select_now(r, sqe, def, want, NULL, u);
-	if (u->kind == UNDO_SELECT)
-		u->req->flags |= REQ_RING_LAZY;
+	if (select_now(r, sqe, def, want, NULL, u, 1) == -EBUSY)
+		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);	/* NOWAIT: it would have to wait */
 	return NULL;
 }
 
@@ -2104,7 +2166,7 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		/* Not yet consumed, delivered or not (rewrite_commit). */
 		if (u->req->bun && u->req->bun->n)
 			bundle_putback(r, u->req->bun);
-		else
+		else if (!(u->req->flags & REQ_COMMITTED))	/* committed, for good */
 			pool_locked_putback(r, &u->req->buf);
 		req_free(&r->reqs, u->req);
 		break;

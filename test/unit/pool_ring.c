@@ -264,3 +264,54 @@ Test(ring, a_bundle_stops_at_the_cap_and_not_on_a_legacy_group)
 	cr_assert_eq(pool_provide(P, &pr), 0);
 	cr_assert_eq(bundle(2, 0, 1, &b, out), -ENOBUFS);
 }
+
+static struct pool_ring_entry *entry(uint16_t i)
+{
+	return &E[i & 7];
+}
+
+Test(ring, an_incremental_entry_is_used_up_in_parts)
+{
+	struct pool_ring r = { .entries = E, .nr = 8, .incremental = 1, .min_left = 16 };
+	cr_assert_eq(pool_ring_emulate(P, 1, &r), 0);
+	cr_assert(pool_ring_incremental(P, 1));
+	for (uint16_t i = 0; i < 3; i++)
+		add(8, i);
+	struct pool_buf b;
+	/* 10 of 64: the entry stays, moved past them. */
+	cr_assert_eq(pool_select(P, 1, &b), 0);
+	cr_assert_eq(pool_ring_commit(P, &b, 1, 10), 1);
+	cr_assert_eq(entry(0)->addr, 0x10000u + 10);
+	cr_assert_eq(entry(0)->len, 54);
+	/* Nothing used: it stays as it was. */
+	cr_assert_eq(pool_select(P, 1, &b), 0);
+	cr_assert_eq(b.len, 54);
+	cr_assert_eq(pool_ring_commit(P, &b, 1, 0), 1);
+	cr_assert_eq(entry(0)->len, 54);
+	/* 40 more leave 14, under min_left: done, len 0, the head moves on. */
+	cr_assert_eq(pool_select(P, 1, &b), 0);
+	cr_assert_eq(pool_ring_commit(P, &b, 1, 40), 0);
+	cr_assert_eq(entry(0)->len, 0);
+	struct pool_ring got;
+	uint16_t head;
+	cr_assert_eq(pool_ring_get(P, 1, &got, &head), 0);
+	cr_assert_eq(head, 1);
+	/* Across two entries of a bundle: the first used up, the second in
+	 * part; the third, untouched, goes back. */
+	struct pool_bundle bb;
+	struct pool_buf out[POOL_BUNDLE_MAX];
+	cr_assert_eq(bundle(1, 0, 2, &bb, out), 2);
+	add(8, 3);
+	cr_assert_eq(pool_ring_commit(P, out, 2, 64 + 20), 1);
+	cr_assert_eq(entry(1)->len, 0);
+	cr_assert_eq(entry(2)->len, 44);
+	cr_assert_eq(pool_ring_get(P, 1, &got, &head), 0);
+	cr_assert_eq(head, 2);
+	struct pool_group_stats st;
+	cr_assert_eq(pool_group_stats(P, 1, &st), 0);
+	/* Each transfer is a delivery; an entry that stays is offered again. */
+	cr_assert_eq(st.in_use, 0);
+	cr_assert_eq(st.consumed, 5);
+	cr_assert_eq(st.provided, 3 + 3);	/* the fourth add is not looked at yet */
+	cr_assert_eq(st.used_bytes, 10 + 0 + 40 + 64 + 20);
+}
