@@ -227,12 +227,29 @@ static unsigned reap_locked(struct ring *r)
 	unsigned space = s->cq_entries - (queued < s->cq_entries ? queued : s->cq_entries);
 	unsigned taken = 0, done = 0, posted = synth_flush(r, stail, space);
 
-	while (taken < avail && posted < space && !r->x->synth.len) {
+	while (taken < avail && !r->x->synth.len) {
 		const struct io_uring_cqe *src = &r->rcqes[(rhead + taken) & r->rcq_mask];
 		/* Order is kept: what follows another process's CQE waits
 		 * with it for that process to move it. */
 		if (r->hooks && r->hooks->foreign && r->hooks->foreign(r, src))
 			break;
+		if (posted == space) {
+			/* The program's CQ is full, and the kernel goes on
+			 * completing: bufsel's own steps run (a multishot
+			 * stream learns that its next CQE finds no room), and
+			 * the first CQE for the program waits in the overflow
+			 * queue, which ends this reap. */
+			if (!r->hooks)
+				break;
+			struct io_uring_cqe c = *src;
+			taken++;
+			done += cqe_ends_request(src);
+			if (atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed))
+				timeouts_completed(r, &c);
+			if (r->hooks->complete(r, &c))
+				complete_post(r, &c);
+			continue;
+		}
 		struct io_uring_cqe *dst = &s->cqes[(stail + posted) & s->cq_mask];
 		*dst = *src;
 		taken++;

@@ -35,6 +35,21 @@ static void post(struct ring *r, uint64_t ud, int res, unsigned flags)
 	complete_post(r, &c);
 }
 
+/* Room in the program's CQ now. */
+static unsigned shadow_room(const struct ring *r)
+{
+	const struct shadow *s = &r->sh;
+	unsigned queued = atomic_load_explicit(s->cq_tail, memory_order_relaxed) -
+			  atomic_load_explicit(s->cq_head, memory_order_acquire);
+	return s->cq_entries - (queued < s->cq_entries ? queued : s->cq_entries);
+}
+
+/* No room for one more CQE: the shadow is full, or CQEs wait for room. */
+static int cq_full(const struct ring *r)
+{
+	return shadow_room(r) <= r->x->synth.len;
+}
+
 /* The held SQEs will never run: each gets -ECANCELED, as a broken chain's do. */
 static void cancel_held(struct ring *r, struct req *q)
 {
@@ -517,6 +532,29 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			}
 		}
 		q->want = 0;	/* a first cap (iovec, kept length) holds until the first CQE */
+		/* io_recv_finish: optlen's byte limit reached ends the stream
+		 * with this CQE; a bundle as long as the length asked for
+		 * (IORING_RECV_MSHOT_CAP) goes to the back of the queue. */
+		int limit_done = 0;
+		if (q->mshot_lim) {
+			q->mshot_left -= (uint32_t)res < q->mshot_left ? (uint32_t)res : q->mshot_left;
+			limit_done = !q->mshot_left;
+		}
+		int capped = bn && q->orig.len && (uint32_t)res >= q->orig.len;
+		if (limit_done) {
+			cqe->flags &= ~IORING_CQE_F_MORE;
+			complete_post(r, cqe);
+			multi_end(r, q, res);
+			return 0;
+		}
+		if (cq_full(r)) {
+			/* io_req_post_cqe finds no room: the stream ends with
+			 * this CQE, which overflows. */
+			cqe->flags &= ~IORING_CQE_F_MORE;
+			complete_post(r, cqe);
+			multi_end(r, q, res);
+			return 0;
+		}
 		complete_post(r, cqe);
 		/* More is queued (or the socket cannot tell): the next buffer is
 		 * taken at once, and an empty group ends the stream now, as the
@@ -526,9 +564,17 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			/* 6.18 receives at most 32 more times in one go
 			 * (MULTISHOT_MAX_RETRY), then queues the request again;
 			 * one that may not wait ends there with -EAGAIN. */
-			if ((q->orig.msg_flags & MSG_DONTWAIT) && ++q->loops > 32) {
+			int requeue = ++q->loops > 32 || capped;
+			if ((q->orig.msg_flags & MSG_DONTWAIT) && requeue) {
 				res = -EAGAIN;
 				goto end;
+			}
+			/* Queued again: it goes behind what else is ready (a
+			 * poll that fires at once), for fairness among streams. */
+			if (requeue) {
+				rewrite_multi_poll(r, q);
+				make_ready(r, q);
+				return 0;
 			}
 			/* The retry found the group as the receive left it: a
 			 * PROVIDE the program submitted since came too late. */
@@ -774,11 +820,15 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 }
 
 /* A receive whose data came, with nothing chained behind it (nor a
- * LINK_TIMEOUT), or bufsel's own TIMEOUT_REMOVE: what the mover issues
- * between the program's enters. */
+ * LINK_TIMEOUT), bufsel's own TIMEOUT_REMOVE, or a multishot stream's next
+ * step: what the mover issues between the program's enters, as the
+ * kernel's task work runs while the program does something else (a
+ * READ_MULTISHOT on a pipe reads each write apart).  A stream whose CQE
+ * finds the program's CQ full ends there (complete_recv_multi, cq_full). */
 static int unattended_ok(const struct req *q)
 {
-	return (q->kind == REQ_RECV_SEL && !q->nheld && !q->timeout) || q->kind == REQ_PROBE;
+	return (q->kind == REQ_RECV_SEL && !q->nheld && !q->timeout) || q->kind == REQ_PROBE ||
+	       q->kind == REQ_RECV_MULTI;
 }
 
 /*

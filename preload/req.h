@@ -123,6 +123,8 @@ struct req {
 					 * again at once after every CQE */
 	uint8_t loops;			/* RECV_MULTI, MSG_DONTWAIT: receives in a row */
 	uint8_t looping;		/* RECV_MULTI: the next receive follows one at once */
+	uint8_t mshot_lim;		/* RECV_MULTI: optlen set a byte limit (6.15) */
+	uint32_t mshot_left;		/* RECV_MULTI: bytes before that limit ends the stream */
 	uint8_t emptied;		/* SEND_BUNDLE, RECV_MULTI: its latest selection emptied
 					 * the group (the kernel's REQ_F_BL_EMPTY) */
 	uint64_t wait_start;		/* CLOCK_MONOTONIC ns when a poll stood in for it */

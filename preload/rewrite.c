@@ -1097,7 +1097,7 @@ static uint32_t sock_queued(int fd)
  * retry).  The kernel receives twice; bufsel receives once into both
  * mappings.  0 and q->bun filled, or -ENOBUFS / -ENOMEM.
  */
-static int bind_bundle(struct ring *r, struct req *q, uint32_t max_len, int again)
+static int bind_bundle(struct ring *r, struct req *q, uint32_t max_len, int again, uint32_t mshot_len)
 {
 	const struct io_uring_sqe *sqe = &q->orig;
 	uint32_t inq = (sqe->flags & IOSQE_FIXED_FILE) ? 0 : sock_queued(sqe->fd);
@@ -1108,6 +1108,9 @@ static int bind_bundle(struct ring *r, struct req *q, uint32_t max_len, int agai
 	 * maps for what that one left queued (its msg_inq). */
 	if (!max_len && q->looping && inq > 1)
 		max_len = inq;
+	/* A multishot stream's byte limit caps each mapping (optlen). */
+	if (q->mshot_lim && (!max_len || max_len > q->mshot_left))
+		max_len = q->mshot_left;
 	spin_lock(&r->x->pool_lock);
 	struct pool_bundle a = { .max_len = max_len, .nr_iovs = bundle_room(r), .expand = 1, .count = !again };
 	int n = pool_select_bundle(r->x->pool, sqe->buf_group, &a, bn->bufs);
@@ -1115,8 +1118,14 @@ static int bind_bundle(struct ring *r, struct req *q, uint32_t max_len, int agai
 		if (a.expanded)
 			r->x->bundle_vec = (uint16_t)n;
 		q->emptied = a.emptied;
-		if (!a.emptied && !a.partial && inq >= a.total && inq - a.total > 1) {
-			struct pool_bundle b = { .max_len = inq - a.total, .nr_iovs = bundle_room(r), .expand = 1 };
+		/* No second mapping once the stream's length or limit is met
+		 * (IORING_RECV_MSHOT_CAP, _DONE). */
+		uint32_t more = inq >= a.total ? inq - a.total : 0;
+		int met = (mshot_len && a.total >= mshot_len) || (q->mshot_lim && a.total >= q->mshot_left);
+		if (q->mshot_lim && more > q->mshot_left - a.total)
+			more = q->mshot_left - a.total;
+		if (!a.emptied && !a.partial && !met && inq >= a.total && more > 1) {
+			struct pool_bundle b = { .max_len = more, .nr_iovs = bundle_room(r), .expand = 1 };
 			int m = pool_select_bundle(r->x->pool, sqe->buf_group, &b, bn->bufs + n);
 			if (m > 0) {
 				if (b.expanded)
@@ -1234,7 +1243,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 static int rebind_bundle(struct ring *r, struct req *q, int again)
 {
 	struct io_uring_sqe *sqe = &q->orig;
-	int res = bind_bundle(r, q, q->want, again);
+	int res = bind_bundle(r, q, q->want, again, 0);
 	if (res)
 		return res;
 	q->kind = REQ_RECV_SEL;
@@ -1325,6 +1334,7 @@ void rewrite_multi_poll(struct ring *r, struct req *q)
 	sqe->poll32_events = POLLIN | POLLRDHUP;
 	sqe->user_data = req_tag(&r->reqs, q);
 	q->receiving = 0;
+	q->loops = 0;
 	q->wait_start = now_ns();
 }
 
@@ -1341,7 +1351,7 @@ int rewrite_multi_wake(struct ring *r, struct req *q)
  * mapped as a single bundle's, with the first CQE's cap, MSG_DONTWAIT. */
 static int multi_bundle_recv(struct ring *r, struct req *q)
 {
-	int res = bind_bundle(r, q, q->want ? q->want : q->orig.len, 0);
+	int res = bind_bundle(r, q, q->want ? q->want : q->orig.len, 0, q->orig.len);
 	q->looping = 0;
 	if (res)
 		return res;
@@ -1467,8 +1477,10 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	int fixed = sqe->flags & IOSQE_FIXED_FILE;
 	if (bad_fd(r, sqe))
 		res = -EBADF;
-	else if (r->to_wq && !fixed && cannot_poll(sqe->fd))
-		res = -EBADFD;	/* io_wq_submit_work: no multishot from io-wq but by poll */
+	/* No multishot from io-wq but by poll (io_wq_submit_work), and a
+	 * READ_MULTISHOT on a file that polls or nothing (io_read_mshot). */
+	else if ((r->to_wq || def->select != SELECT_WHEN_READABLE) && !fixed && cannot_poll(sqe->fd))
+		res = -EBADFD;
 	else if (!polls_first(sqe) && !r->to_wq && not_a_socket(sqe, def))
 		res = -ENOTSOCK;
 	else if (!r->to_wq && polling_without_waiting(sqe))
@@ -1486,6 +1498,10 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
 	q->want = want;
+	if (sqe->opcode == IORING_OP_RECV && sqe_word44(sqe)) {
+		q->mshot_lim = 1;
+		q->mshot_left = sqe_word44(sqe);
+	}
 	/* io_wq_submit_work arms a multishot request's poll before any
 	 * attempt on a file that is O_NONBLOCK or FMODE_NOWAIT (sockets and
 	 * pipes are): no buffer, no MSG_DONTWAIT -EAGAIN, no -ENOTSOCK until

@@ -124,6 +124,7 @@
 	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(bs_ring_bundle, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_inc, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
+	X(bs_ring_stream, 10, true, false) /* 5.6 lacks buffer rings (5.19) and READ_MULTISHOT (6.7) */ \
 	X(pol_cap, 10, true, true)             \
 	X(pol_ring_cap, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(pol_maxlen, 10, true, true)          \
@@ -509,6 +510,7 @@ KERNEL515_TEST(bs_ring_bundle)	/* bundles (6.10) on bufsel's rings */
 KERNEL515_TEST(bs_bundle)	/* and on its legacy groups */
 KERNEL515_TEST(bs_tiny_ring)
 RINGS_EMULATED_TEST(bs_ring_inc)
+RINGS_EMULATED_TEST(bs_ring_stream)
 KERNEL515_TEST(bs_ring_inc)	/* incremental rings (6.12) bufsel keeps */
 RINGS_EMULATED_TEST(pol_ring_cap)
 KERNEL515_TEST(pol_ring_cap)

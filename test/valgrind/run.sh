@@ -51,7 +51,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap mshot_overflow so
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Run once more with every buffer ring bufsel's own (BUFSEL_RINGS=emulate):
 # on this kernel the default leaves them to it.
-RINGS_EMULATED="bs_ring_basic bs_ring_multishot bs_ring_bundle bs_ring_inc pol_ring_cap"
+RINGS_EMULATED="bs_ring_basic bs_ring_multishot bs_ring_bundle bs_ring_inc bs_ring_stream pol_ring_cap"
 # Programs left out, each with its reason (checked by hand, not here;
 # docs/reliability.md has the details).  A program in neither list fails.
 EXCLUDED="nop_static:liburing is linked into the executable, whose inline system calls no libc hook can see

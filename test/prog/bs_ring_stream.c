@@ -1,0 +1,172 @@
+/*
+ * How multishot streams on buffer rings end and pace themselves (6.18):
+ *  - READ_MULTISHOT on a pipe reads each write apart when the writes come
+ *    while the program does something else (task work runs between them);
+ *  - READ_MULTISHOT on a regular file is -EBADFD;
+ *  - a stream whose next CQE finds the program's CQ full ends with that
+ *    CQE, without F_MORE (it overflows);
+ *  - a multishot RECV's byte limit (optlen) ends the stream with the CQE
+ *    that reaches it, a bundle's mapping capped by what is left of it.
+ * Writes are 20 ms apart, with the program asleep, so the split into CQEs
+ * depends on sizes, not timing.
+ */
+#include "test/prog/bs_rings.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#ifndef IORING_OP_READ_MULTISHOT
+#define IORING_OP_READ_MULTISHOT 49
+#endif
+#ifndef IORING_RECVSEND_BUNDLE
+#define IORING_RECVSEND_BUNDLE (1U << 4)
+#endif
+
+static struct io_uring_sqe *read_multi(struct io_uring *ring, int fd, unsigned bgid, unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = get_sqe(ring);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_READ_MULTISHOT;
+	sqe->fd = fd;
+	sqe->off = (uint64_t)-1;
+	sqe->flags = IOSQE_BUFFER_SELECT;
+	sqe->buf_group = (__u16)bgid;
+	sqe->user_data = ud;
+	return sqe;
+}
+
+/* Writes each message apart, 20 ms after the last, without entering. */
+static void write_apart(int fd, const char *const *msgs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		usleep(20 * 1000);
+		write_all(fd, msgs[i], strlen(msgs[i]));
+	}
+	usleep(20 * 1000);
+}
+
+static void reap_stream(struct io_uring *ring, const struct arena *a)
+{
+	for (int i = 0; i < 64; i++) {
+		struct io_uring_cqe c;
+		reap(ring, &c, 1);
+		show(&c, a);
+		if (!(c.flags & IORING_CQE_F_MORE))
+			return;
+	}
+	die("the stream did not end within 64 CQEs");
+}
+
+static struct io_uring_sqe *recv_limited(struct io_uring *ring, int fd, unsigned bgid, uint32_t limit,
+					 int bundle, unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = prep_recv_sel(ring, fd, 0, 0, bgid, ud);
+	sqe->ioprio |= IORING_RECV_MULTISHOT | (bundle ? IORING_RECVSEND_BUNDLE : 0);
+	memcpy((char *)sqe + 44, &limit, sizeof(limit));	/* optlen */
+	return sqe;
+}
+
+int main(void)
+{
+	struct io_uring ring;
+	int ret = io_uring_queue_init(16, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	const char *const msgs[] = { "first message", "second", "the third one", "4th" };
+
+	note("READ_MULTISHOT on a pipe, four writes apart, a ring of 8 entries of 32");
+	{
+		struct arena g = arena_new(32, 8);
+		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 1, 8);
+		ring_add(br, 8, &g, 0, 8);
+		int p[2];
+		if (pipe(p))
+			die("pipe: %s", strerror(errno));
+		read_multi(&ring, p[0], 1, 1);
+		submit_expect(&ring, 1);
+		write_apart(p[1], msgs, 4);
+		reap_show(&ring, 4, &g);
+		expect_pending(&ring, "READ_MULTISHOT");
+		close(p[1]);
+		reap_stream(&ring, &g);
+		close(p[0]);
+	}
+
+	note("READ_MULTISHOT on a regular file");
+	{
+		struct arena g = arena_new(32, 2);
+		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 2, 2);
+		ring_add(br, 2, &g, 0, 2);
+		char path[] = "/tmp/bs_ring_stream.XXXXXX";
+		int fd = mkstemp(path);
+		if (fd < 0)
+			die("mkstemp: %s", strerror(errno));
+		unlink(path);
+		write_all(fd, "data", 4);
+		read_multi(&ring, fd, 2, 2);
+		submit_expect(&ring, 1);
+		reap_stream(&ring, &g);
+		show_status_on(ring.ring_fd, 2);
+		close(fd);
+	}
+	io_uring_queue_exit(&ring);
+
+	note("a CQ of 4 and six writes apart: the fifth CQE ends the stream");
+	{
+		struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE, .cq_entries = 4 };
+		ret = io_uring_queue_init_params(2, &ring, &p);
+		if (ret < 0)
+			die("queue_init_params: %s", strerror(-ret));
+		struct arena g = arena_new(32, 8);
+		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 3, 8);
+		ring_add(br, 8, &g, 0, 8);
+		int pp[2];
+		if (pipe(pp))
+			die("pipe: %s", strerror(errno));
+		read_multi(&ring, pp[0], 3, 3);
+		submit_expect(&ring, 1);
+		const char *const six[] = { "m1", "m2", "m3", "m4", "m5", "m6" };
+		write_apart(pp[1], six, 6);
+		reap_stream(&ring, &g);
+		char rest[16];
+		ssize_t n = read(pp[0], rest, sizeof(rest));
+		note("left in the pipe: \"%.*s\"", n > 0 ? (int)n : 0, rest);
+		close(pp[0]);
+		close(pp[1]);
+		io_uring_queue_exit(&ring);
+	}
+
+	ret = io_uring_queue_init(16, &ring, 0);
+	if (ret < 0)
+		die("queue_init: %s", strerror(-ret));
+	int a, b;
+	tcp_pair(&a, &b);
+	note("multishot RECV with a limit of 20 bytes, 30 queued, entries of 8");
+	{
+		struct arena g = arena_new(8, 8);
+		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 4, 8);
+		ring_add(br, 8, &g, 0, 8);
+		send_str(b, "0123456789abcdefghijklmnopqrst");
+		wait_queued(a, 30);
+		recv_limited(&ring, a, 4, 20, 0, 4);
+		submit_expect(&ring, 1);
+		reap_stream(&ring, &g);
+		drain(a, "after the limit");
+	}
+	note("the same as a bundle");
+	{
+		struct arena g = arena_new(8, 8);
+		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 5, 8);
+		ring_add(br, 8, &g, 0, 8);
+		send_str(b, "0123456789abcdefghijklmnopqrst");
+		wait_queued(a, 30);
+		recv_limited(&ring, a, 5, 20, 1, 5);
+		submit_expect(&ring, 1);
+		reap_stream(&ring, &g);
+		drain(a, "after the limit");
+	}
+	close(a);
+	close(b);
+	io_uring_queue_exit(&ring);
+	return 0;
+}
