@@ -422,7 +422,7 @@ void compat_sqe(struct io_uring_sqe *sqe, int in_chain, uint32_t offered)
 	 * fails as it does on the old kernel; the old kernel's
 	 * io_submit_sqes stops at either (before its prep). */
 	int op_known = known_index(T_OP, sqe->opcode);
-	if (!op_known) {
+	if (!op_known && !(offered & COMPAT_OFFER_OPCODE)) {
 		refused(T_OP, sqe->opcode);
 		sqe->opcode = OP_UNKNOWN;
 	}
@@ -458,4 +458,18 @@ void compat_probe(struct io_uring_probe *p, unsigned nr_ops)
 	unsigned len = (last > IORING_OP_REMOVE_BUFFERS ? last : IORING_OP_REMOVE_BUFFERS) + 1;
 	if (p->ops_len > len)
 		p->ops_len = (uint8_t)len;
+}
+
+void compat_probe_add(struct io_uring_probe *p, unsigned nr_ops, unsigned op)
+{
+	if (op >= nr_ops || op > UINT8_MAX)
+		return;
+	for (unsigned i = p->ops_len; i <= op; i++)
+		memset(&p->ops[i], 0, sizeof(p->ops[i]));
+	p->ops[op].op = (uint8_t)op;
+	p->ops[op].flags |= IO_URING_OP_SUPPORTED;
+	if (p->ops_len <= op)
+		p->ops_len = (uint8_t)(op + 1);
+	if (p->last_op < op)
+		p->last_op = (uint8_t)op;
 }

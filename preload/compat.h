@@ -33,9 +33,14 @@ int compat_op_known(unsigned opcode);
  * prep fails, with -EINVAL; a field it never reads is cleared.  in_chain:
  * an earlier SQE of this submit links to it.  offered: ioprio bits bufsel
  * itself gives this SQE their meaning (a receive on a buffer ring bufsel
- * keeps), so that kernel's lack of them does not matter. */
+ * keeps), so that kernel's lack of them does not matter, and
+ * COMPAT_OFFER_OPCODE when bufsel runs the opcode itself (READ_MULTISHOT on
+ * a group of its own). */
+#define COMPAT_OFFER_OPCODE (1U << 31)
 void compat_sqe(struct io_uring_sqe *sqe, int in_chain, uint32_t offered);
 /* A probe the kernel filled, cut to that kernel's opcodes. */
 void compat_probe(struct io_uring_probe *p, unsigned nr_ops);
+/* ... and op, which bufsel runs itself, marked supported. */
+void compat_probe_add(struct io_uring_probe *p, unsigned nr_ops, unsigned op);
 
 #endif

@@ -120,6 +120,8 @@ static void probe_as_emulated(const long a[6])
 	if (!compat_emulating() || copy_from_prog(&p, (const void *)a[2], len))
 		return;
 	compat_probe(&p.hdr, nr);
+	if (bufring_keeps_all())
+		compat_probe_add(&p.hdr, nr, OP_READ_MULTISHOT_NR);
 	copy_to_prog((void *)a[2], &p, len);
 }
 

@@ -37,6 +37,7 @@
 #include <linux/capability.h>
 
 #include "preload/bufring.h"
+#include "preload/compat.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/opdef.h"
@@ -45,6 +46,7 @@
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/uring_abi.h"
 
 /* io_init_req's flag rules, for SQEs whose effects bufsel applies itself. */
 #define SQE_VALID_FLAGS                                                                  \
@@ -2262,6 +2264,9 @@ static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe)
 		return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST | bundle;
 	if (sqe->opcode == IORING_OP_RECVMSG)
 		return IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+	/* A stream of READs and polls: nothing of it reaches the kernel. */
+	if (sqe->opcode == OP_READ_MULTISHOT_NR)
+		return COMPAT_OFFER_OPCODE;
 	return 0;
 }
 

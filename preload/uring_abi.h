@@ -29,6 +29,7 @@
 #define BUFRING_OFF_SHIFT 16		/* IORING_OFF_PBUF_SHIFT */
 #define BUFRING_OFF_MASK 0xf8000000ULL	/* IORING_OFF_MMAP_MASK */
 #define FEAT_RECVSEND_BUNDLE (1U << 14)	/* IORING_FEAT_RECVSEND_BUNDLE, 6.10 */
+#define OP_READ_MULTISHOT_NR 49		/* IORING_OP_READ_MULTISHOT, 6.7 */
 
 struct bufring_reg {			/* struct io_uring_buf_reg */
 	uint64_t ring_addr;
