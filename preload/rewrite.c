@@ -1325,16 +1325,23 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 /* The next step of a multishot receive, written into q->next: a POLL_ADD
  * while the socket may be empty, else a plain receive on a buffer selected
  * now (MSG_DONTWAIT: if the data went elsewhere, the buffer comes back). */
-void rewrite_multi_poll(struct ring *r, struct req *q)
+/* q->next as a step of q's stream: on its file, as its personality, tagged. */
+static struct io_uring_sqe *stream_step(struct ring *r, struct req *q, uint8_t opcode)
 {
 	struct io_uring_sqe *sqe = &q->next;
 	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_POLL_ADD;
+	sqe->opcode = opcode;
 	sqe->fd = q->orig.fd;
 	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
 	sqe->personality = q->orig.personality;
-	sqe->poll32_events = POLLIN | POLLRDHUP;
 	sqe->user_data = req_tag(&r->reqs, q);
+	return sqe;
+}
+
+void rewrite_multi_poll(struct ring *r, struct req *q)
+{
+	struct io_uring_sqe *sqe = stream_step(r, q, IORING_OP_POLL_ADD);
+	sqe->poll32_events = POLLIN | POLLRDHUP;
 	q->receiving = 0;
 	q->loops = 0;
 	q->wait_start = now_ns();
@@ -1359,14 +1366,8 @@ static int multi_bundle_recv(struct ring *r, struct req *q)
 		return res;
 	req_recv_bound(&r->reqs, q);
 	q->buf = q->bun->bufs[0];
-	struct io_uring_sqe *sqe = &q->next;
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_RECV;
-	sqe->fd = q->orig.fd;
-	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
-	sqe->personality = q->orig.personality;
+	struct io_uring_sqe *sqe = stream_step(r, q, IORING_OP_RECV);
 	sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
-	sqe->user_data = req_tag(&r->reqs, q);
 	bundle_sqe(sqe, q->bun, IORING_OP_RECVMSG);
 	q->receiving = 1;
 	return 0;
@@ -1394,13 +1395,8 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	if (res)
 		return res;
 	req_recv_bound(&r->reqs, q);
-	struct io_uring_sqe *sqe = &q->next;
 	uint32_t len = q->orig.len && q->orig.len < q->buf.len ? q->orig.len : q->buf.len;
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->fd = q->orig.fd;
-	sqe->flags = q->orig.flags & IOSQE_FIXED_FILE;
-	sqe->personality = q->orig.personality;
-	sqe->user_data = req_tag(&r->reqs, q);
+	struct io_uring_sqe *sqe = stream_step(r, q, 0);	/* the opcode below */
 	q->receiving = 1;
 	switch (q->orig.opcode) {
 	case IORING_OP_RECVMSG: {

@@ -116,6 +116,23 @@ static void recv_case(int a, int b, const char *data, unsigned len, unsigned buf
 	drain_left(a);
 }
 
+/* A SEND bundle of len from b over three entries of 8 holding data (24
+ * bytes), every CQE of it, and what a received. */
+static void send_case(int a, int b, const char *data, unsigned len, unsigned long long ud)
+{
+	struct arena g;
+	uint16_t bgid;
+	bundle_ring(&g, 8, 3, 4, &bgid);
+	for (unsigned i = 0; i < 3; i++)
+		memcpy(arena_buf(&g, i), data + 8 * i, 8);
+	send_bundle(b, len, bgid, ud);
+	submit_expect(&ring, 1);
+	reap_until_last(&ring, NULL, NULL);
+	wait_queued(a, 24);
+	drain(a, "what the SEND bundle sent");
+	show_status_on(ring.ring_fd, bgid);
+}
+
 int main(void)
 {
 	int ret = io_uring_queue_init(16, &ring, 0);
@@ -181,33 +198,9 @@ int main(void)
 	}
 
 	note("SEND bundle: every entry in one send");
-	{
-		struct arena g;
-		uint16_t bgid;
-		bundle_ring(&g, 8, 3, 4, &bgid);
-		for (unsigned i = 0; i < 3; i++)
-			memcpy(arena_buf(&g, i), "AAAAAAAABBBBBBBBCCCCCCCC" + 8 * i, 8);
-		send_bundle(b, 0, bgid, 4);
-		submit_expect(&ring, 1);
-		reap_until_last(&ring, NULL, NULL);
-		wait_queued(a, 24);
-		drain(a, "what the SEND bundle sent");
-		show_status_on(ring.ring_fd, bgid);
-	}
+	send_case(a, b, "AAAAAAAABBBBBBBBCCCCCCCC", 0, 4);
 	note("SEND bundle len 12 over 3 entries of 8: one entry, then the rest");
-	{
-		struct arena g;
-		uint16_t bgid;
-		bundle_ring(&g, 8, 3, 4, &bgid);
-		for (unsigned i = 0; i < 3; i++)
-			memcpy(arena_buf(&g, i), "DDDDDDDDEEEEEEEEFFFFFFFF" + 8 * i, 8);
-		send_bundle(b, 12, bgid, 5);
-		submit_expect(&ring, 1);
-		reap_until_last(&ring, NULL, NULL);
-		wait_queued(a, 24);
-		drain(a, "what the SEND bundle sent");
-		show_status_on(ring.ring_fd, bgid);
-	}
+	send_case(a, b, "DDDDDDDDEEEEEEEEFFFFFFFF", 12, 5);
 	note("SEND bundle on an empty ring: -ENOBUFS");
 	{
 		struct arena g;

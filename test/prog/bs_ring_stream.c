@@ -66,6 +66,21 @@ static struct io_uring_sqe *recv_limited(struct io_uring *ring, int fd, unsigned
 	return sqe;
 }
 
+/* 30 bytes queued on a, a multishot RECV limited to 20 on a ring of 8
+ * entries of 8 (bgid), its stream, and what is left queued. */
+static void limited_case(struct io_uring *ring, int a, int b, unsigned bgid, int bundle)
+{
+	struct arena g = arena_new(8, 8);
+	struct io_uring_buf_ring *br = ring_new(ring->ring_fd, (uint16_t)bgid, 8);
+	ring_add(br, 8, &g, 0, 8);
+	send_str(b, "0123456789abcdefghijklmnopqrst");
+	wait_queued(a, 30);
+	recv_limited(ring, a, bgid, 20, bundle, bgid);
+	submit_expect(ring, 1);
+	reap_stream(ring, &g);
+	drain(a, "after the limit");
+}
+
 int main(void)
 {
 	struct io_uring ring;
@@ -142,29 +157,9 @@ int main(void)
 	int a, b;
 	tcp_pair(&a, &b);
 	note("multishot RECV with a limit of 20 bytes, 30 queued, entries of 8");
-	{
-		struct arena g = arena_new(8, 8);
-		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 4, 8);
-		ring_add(br, 8, &g, 0, 8);
-		send_str(b, "0123456789abcdefghijklmnopqrst");
-		wait_queued(a, 30);
-		recv_limited(&ring, a, 4, 20, 0, 4);
-		submit_expect(&ring, 1);
-		reap_stream(&ring, &g);
-		drain(a, "after the limit");
-	}
+	limited_case(&ring, a, b, 4, 0);
 	note("the same as a bundle");
-	{
-		struct arena g = arena_new(8, 8);
-		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 5, 8);
-		ring_add(br, 8, &g, 0, 8);
-		send_str(b, "0123456789abcdefghijklmnopqrst");
-		wait_queued(a, 30);
-		recv_limited(&ring, a, 5, 20, 1, 5);
-		submit_expect(&ring, 1);
-		reap_stream(&ring, &g);
-		drain(a, "after the limit");
-	}
+	limited_case(&ring, a, b, 5, 1);
 	close(a);
 	close(b);
 	io_uring_queue_exit(&ring);
