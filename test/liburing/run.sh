@@ -42,7 +42,9 @@ NOBODY=65534
 # run through setpriv as uid/gid 65534 with no supplementary groups.
 # kernel-5.6 is that kernel as it was: buffer rings, which bufsel would
 # otherwise keep there itself (rings = auto), are left to it and refused.
-MODES=(native default patch-off passthrough kernel-5.6 user-native user)
+# The "rings" modes run only the tests that register a buffer ring: with
+# every ring bufsel's, on this kernel and as on Linux 5.15 (which has none).
+MODES=(native default patch-off passthrough kernel-5.6 user-native user rings rings-5.15)
 declare -A MODE_ENV=(
 	[native]=""
 	[default]="LD_PRELOAD=@LIB@"
@@ -51,13 +53,16 @@ declare -A MODE_ENV=(
 	[kernel-5.6]="LD_PRELOAD=@LIB@ BUFSEL_KERNEL=5.6 BUFSEL_RINGS=kernel"
 	[user-native]=""
 	[user]="LD_PRELOAD=@LIB@"
+	[rings]="LD_PRELOAD=@LIB@ BUFSEL_RINGS=emulate"
+	[rings-5.15]="LD_PRELOAD=@LIB@ BUFSEL_KERNEL=5.15 BUFSEL_RINGS=emulate"
 )
 # Each compared mode and the native run it must match.
 declare -A BASE=([default]=native [patch-off]=native [passthrough]=native
-	[kernel-5.6]=native [user]=user-native)
-COMPARED=(default patch-off passthrough kernel-5.6 user)
+	[kernel-5.6]=native [user]=user-native [rings]=native [rings-5.15]=native)
+COMPARED=(default patch-off passthrough kernel-5.6 user rings rings-5.15)
 
 is_user_mode() { [[ $1 == user* ]]; }
+is_ring_mode() { [[ $1 == rings* ]]; }
 
 # One test in one mode; writes "status seconds exit" to res/MODE/TEST.ATTEMPT.
 run_one() {
@@ -134,13 +139,19 @@ fi
 # Tests that behave differently without root: their source checks the uid,
 # or they create SQPOLL rings or register buffers through helpers.c, which
 # skips those for a non-root user.
-declare -A USER_TEST=()
+declare -A USER_TEST=() RING_TEST=()
 for t in "${TESTS[@]}"; do
 	s=$(ls "$t".c "$t".cc 2>/dev/null | head -n1)
 	[ -n "$s" ] || continue
 	if grep -qE 'gete?uid\(\)' "$s" || grep -q 't_register_buffers' "$s" ||
 		{ grep -q 't_create_ring' "$s" && grep -q 'SQPOLL' "$s"; }; then
 		USER_TEST[$t]=1
+	fi
+	# What registers a ring, and the receive tests that go with them
+	# (recv-multishot selects from legacy groups).
+	if grep -qE 'setup_buf_ring|register_buf_ring|PBUF_RING' "$s" ||
+		[[ $t =~ ^(recv-multishot|recv-mshot-.*|read-mshot.*|send_recvmsg|poll-race-mshot|mshot-shutdown-race)$ ]]; then
+		RING_TEST[$t]=1
 	fi
 done
 
@@ -176,11 +187,13 @@ if [ "${SUITE_REPORT:-0}" = 0 ]; then
 
 	# ---- the parallel pass: mode after mode, as liburing's runtests-parallel --
 	# runs different tests side by side, never one test twice at once.
-	echo "== liburing-suite: ${#TESTS[@]} tests (${#USER_TEST[@]} also unprivileged)," \
+	echo "== liburing-suite: ${#TESTS[@]} tests (${#USER_TEST[@]} also unprivileged," \
+		"${#RING_TEST[@]} also with bufsel's rings)," \
 		"${SUITE_JOBS} jobs, timeout ${TIMEOUT}s"
 	for m in "${MODES[@]}"; do
 		for t in "${TESTS[@]}"; do
 			if is_user_mode "$m" && [ -z "${USER_TEST[$t]:-}" ]; then continue; fi
+			if is_ring_mode "$m" && [ -z "${RING_TEST[$t]:-}" ]; then continue; fi
 			echo "$m $t 1"
 		done
 	done | xargs -P "$SUITE_JOBS" -L 1 bash "$ROOT/test/liburing/run.sh" --job
@@ -350,20 +363,21 @@ cell() { # mode test
 	echo "$mark$s"
 }
 {
-	echo "| test | native | default | patch-off | passthrough | kernel-5.6 | user native | user |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| test | native | default | patch-off | passthrough | kernel-5.6 | user native | user | rings | rings 5.15 |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for t in "${TESTS[@]}"; do
 		row="| $t"
 		for m in "${MODES[@]}"; do row="$row | $(cell "$m" "$t")"; done
 		echo "$row |"
 	done
 } >"$OUT/table.md"
-fmt="%-28s %-14s %-14s %-14s %-14s %-14s %-14s %s\n"
+fmt="%-28s %-14s %-14s %-14s %-14s %-14s %-14s %-14s %-14s %s\n"
 # shellcheck disable=SC2059
-printf "$fmt" test native default patch-off passthrough kernel-5.6 user-native user
-tail -n +3 "$OUT/table.md" | while IFS='|' read -r _ t a b c d e f g _; do
+printf "$fmt" test native default patch-off passthrough kernel-5.6 user-native user rings rings-5.15
+tail -n +3 "$OUT/table.md" | while IFS='|' read -r _ t a b c d e f g h i _; do
 	# shellcheck disable=SC2059
-	printf "$fmt" $t "$(echo $a)" "$(echo $b)" "$(echo $c)" "$(echo $d)" "$(echo $e)" "$(echo $f)" "$(echo $g)"
+	printf "$fmt" $t "$(echo $a)" "$(echo $b)" "$(echo $c)" "$(echo $d)" "$(echo $e)" "$(echo $f)" "$(echo $g)" \
+		"$(echo $h)" "$(echo $i)"
 done
 {
 	echo "# liburing-suite"
