@@ -119,12 +119,7 @@ int main(void)
 		struct arena g = arena_new(64, 2);
 		struct io_uring_buf_ring *br = inc_ring(3, 2, 0);
 		ring_add(br, 2, &g, 0, 2);
-		char path[] = "/tmp/bs_ring_inc.XXXXXX";
-		int fd = mkstemp(path);
-		if (fd < 0)
-			die("mkstemp: %s", strerror(errno));
-		unlink(path);
-		write_all(fd, "filedata-0123456789", 19);
+		int fd = temp_file("filedata-0123456789");
 		uint64_t at = (uintptr_t)arena_buf(&g, 0);
 		read_one(fd, 8, 3, 0, &at);
 		show_entries(br, 2, &g, 3);

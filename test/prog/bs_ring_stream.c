@@ -112,12 +112,7 @@ int main(void)
 		struct arena g = arena_new(32, 2);
 		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 2, 2);
 		ring_add(br, 2, &g, 0, 2);
-		char path[] = "/tmp/bs_ring_stream.XXXXXX";
-		int fd = mkstemp(path);
-		if (fd < 0)
-			die("mkstemp: %s", strerror(errno));
-		unlink(path);
-		write_all(fd, "data", 4);
+		int fd = temp_file("data");
 		read_multi(&ring, fd, 2, 2);
 		submit_expect(&ring, 1);
 		reap_stream(&ring, &g);

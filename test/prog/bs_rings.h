@@ -77,6 +77,18 @@ static inline void ring_add(struct io_uring_buf_ring *br, uint32_t entries, cons
 }
 
 
+/* A regular file, already unlinked, holding s. */
+static inline int temp_file(const char *s)
+{
+	char path[] = "/tmp/bs_ring.XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		die("mkstemp: %s", strerror(errno));
+	unlink(path);
+	write_all(fd, s, strlen(s));
+	return fd;
+}
+
 /* A ring of entries in its own pages, registered on bgid with its tail at 0. */
 static inline struct io_uring_buf_ring *ring_new(int fd, uint16_t bgid, uint32_t entries)
 {
