@@ -78,9 +78,16 @@ run_one() {
 		env=${MODE_ENV[$mode]//@LIB@/$LIB}
 	fi
 	local log=$OUT/logs/$mode/$t.$attempt.log
+	# Tests that listen on a fixed port (recvsend_bundle, recvsend_bundle-inc
+	# and send_recv share 10202) never run beside each other: the second
+	# would fail to bind and wait for ever on a peer that never comes.
+	local -a lock=()
+	if grep -qsE '^#define[[:space:]]+PORT[[:space:]]' "$SRC/test/$t.c"; then
+		lock=(flock "$OUT/port.lock")
+	fi
 	start=$EPOCHREALTIME
 	# shellcheck disable=SC2086  # env is a list of NAME=VALUE words
-	(cd "$dir" && exec timeout -s INT -k "$TIMEOUT" "$TIMEOUT" "${pre[@]}" \
+	(cd "$dir" && exec "${lock[@]}" timeout -s INT -k "$TIMEOUT" "$TIMEOUT" "${pre[@]}" \
 		env -u XDG_CONFIG_HOME $env "./$t.t") >"$log" 2>&1 </dev/null
 	rc=$?
 	end=$EPOCHREALTIME
