@@ -1306,8 +1306,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 	 * an incremental ring's turn), at selection. */
 	int at_selection = def->select == SELECT_AT_ISSUE && (sqe->flags & IOSQE_FIXED_FILE || cannot_poll(sqe->fd)) &&
 			   incremental_group(r, sqe);
-	if (def->select == SELECT_AT_ISSUE && !at_selection)
-		q->flags |= REQ_RING_LAZY;
+	if (def->select == SELECT_AT_ISSUE)
+		q->flags |= at_selection ? 0 : REQ_RING_LAZY;
 	else if (sqe->msg_flags & MSG_WAITALL)
 		q->flags |= REQ_WAITALL;
 	if (def->select != SELECT_AT_ISSUE)
