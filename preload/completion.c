@@ -153,10 +153,6 @@ static unsigned sock_nonempty_asked(const struct req *q, int res)
 	return 0;
 }
 
-#ifndef IORING_CQE_F_BUF_MORE
-#define IORING_CQE_F_BUF_MORE (1U << 4)	/* 6.12 */
-#endif
-
 /* What a transfer used of the n entries it took from an incremental ring
  * (pool_ring_commit), as its CQE's flag; pool_lock held. */
 static unsigned inc_commit(struct ring *r, const struct pool_buf *bufs, uint16_t n, uint32_t used)
@@ -179,11 +175,9 @@ static unsigned bundle_settle(struct ring *r, struct req_bundle *bn, int res, in
 {
 	uint16_t used = 0;
 	uint32_t left = res > 0 ? (uint32_t)res : 0;
-	if (incremental(r, bn->bufs[0].bgid) && (left || commit_all)) {
-		uint32_t total = 0;
-		for (uint16_t i = 0; i < bn->n; i++)
-			total += bn->bufs[i].len;
-		unsigned more = inc_commit(r, bn->bufs, bn->n, commit_all ? total : left);
+	/* (An incremental ring's SEND committed at selection: no entries here.) */
+	if (left && incremental(r, bn->bufs[0].bgid)) {
+		unsigned more = inc_commit(r, bn->bufs, bn->n, left);
 		bn->n = 0;
 		return more;
 	}

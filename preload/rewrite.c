@@ -854,10 +854,6 @@ static void undo_select(struct rewrite_undo *u, struct req *q)
 	u->buf = q->buf;
 }
 
-#ifndef IORING_CQE_F_BUF_MORE
-#define IORING_CQE_F_BUF_MORE (1U << 4)	/* 6.12 */
-#endif
-
 static int incremental_group(struct ring *r, const struct io_uring_sqe *sqe)
 {
 	spin_lock(&r->x->pool_lock);
@@ -1590,11 +1586,6 @@ static int bundle_send_step(struct ring *r, struct req *q)
 	q->bun->n = (uint16_t)n;
 	q->emptied = b.emptied;
 	q->buf = q->bun->bufs[0];
-	if (incremental_group(r, &q->orig)) {
-		/* io_buffers_select commits a send's mapping at once. */
-		q->flags &= (uint16_t)~REQ_COMMITTED;
-		commit_at_selection(r, q, q->bun->bufs, (uint16_t)n, b.total);
-	}
 	struct io_uring_sqe *sqe = &q->next;
 	*sqe = q->orig;
 	sqe->flags &= IOSQE_FIXED_FILE;
@@ -1603,6 +1594,13 @@ static int bundle_send_step(struct ring *r, struct req *q)
 	sqe->msg_flags |= MSG_WAITALL;	/* a bundle wants its entries whole */
 	sqe->user_data = req_tag(&r->reqs, q);
 	bundle_sqe(sqe, q->bun, IORING_OP_SENDMSG);
+	q->flags &= (uint16_t)~REQ_COMMITTED;
+	if (incremental_group(r, &q->orig)) {
+		/* io_buffers_select commits a send's mapping at once: nothing
+		 * is left to settle at completion, or to put back on undo. */
+		commit_at_selection(r, q, q->bun->bufs, (uint16_t)n, b.total);
+		q->bun->n = 0;
+	}
 	return 0;
 }
 

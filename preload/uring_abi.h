@@ -30,6 +30,9 @@
 #define BUFRING_OFF_MASK 0xf8000000ULL	/* IORING_OFF_MMAP_MASK */
 #define FEAT_RECVSEND_BUNDLE (1U << 14)	/* IORING_FEAT_RECVSEND_BUNDLE, 6.10 */
 #define OP_READ_MULTISHOT_NR 49		/* IORING_OP_READ_MULTISHOT, 6.7 */
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1U << 4)	/* 6.12: an incremental entry stays */
+#endif
 
 struct bufring_reg {			/* struct io_uring_buf_reg */
 	uint64_t ring_addr;
