@@ -5,6 +5,7 @@
 #   make demo       install Debian deps if missing, build, run a liburing program under bufsel
 #   make bench      the A/B benchmark suite (make bench-quick: a shorter one)
 #   make liburing-suite  liburing's own test suite natively and under bufsel in each mode
+#   make liburing-examples  liburing's proxy and UDP echo examples, every byte, under bufsel
 #   make install PREFIX=/usr/local
 
 B        ?= build
@@ -38,7 +39,8 @@ UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
 	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o timeouts.o heap.o arena.o spin.o insn.o compat.o opdef.o)
 
-.PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite
+.PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite \
+	liburing-examples
 all: $(B)/libbufsel.so $(B)/bufsel
 
 $(B)/obj/%.o: %.c
@@ -164,6 +166,12 @@ demo:
 LIBURING_TARBALL ?= $(lastword $(sort $(wildcard $(CURDIR)/../shared/third_party/liburing-*.tar.gz)))
 liburing-suite: all
 	LIBURING_TARBALL=$(LIBURING_TARBALL) B=$(B) bash test/liburing/run.sh
+
+# liburing's examples/proxy and examples/io_uring-udp on loopback, natively
+# and with their buffer rings bufsel's (also as older kernels): every byte
+# must arrive.
+liburing-examples: all
+	LIBURING_TARBALL=$(LIBURING_TARBALL) B=$(B) bash test/liburing/examples.sh
 
 # Static analysis of the sources (what make builds, with its -std=gnu11 -I.):
 # cppcheck with test/cppcheck.supp, clang-tidy with .clang-tidy, one file per

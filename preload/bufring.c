@@ -131,24 +131,6 @@ static int resv_zero(const uint32_t *v, unsigned n)
 	return !any;
 }
 
-/* io_create_region for a ring in the program's memory: the kernel pins
- * every page of it, which fails on an address it cannot reach. */
-static long user_region(uint64_t addr, size_t len)
-{
-	if (!addr)
-		return -EFAULT;
-	if (addr & (PAGE_LEN - 1))
-		return -EINVAL;
-	if (addr + len < addr)
-		return -EOVERFLOW;
-	for (size_t at = 0; at < len; at += PAGE_LEN) {
-		char c;
-		if (copy_from_prog(&c, (const void *)(uintptr_t)(addr + at), 1))
-			return -EFAULT;
-	}
-	return 0;
-}
-
 static void pool_kind_of(struct ring *r, uint16_t bgid, enum pool_kind *kind, uint32_t *available)
 {
 	spin_lock(&r->x->pool_lock);
@@ -192,7 +174,7 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 		ring.mem_len = len;
 		ring.entries = mem;
 	} else {
-		long err = user_region(reg->ring_addr, len);
+		long err = uaccess_user_region(reg->ring_addr, len);
 		if (err)
 			return err;
 		ring.entries = (struct pool_ring_entry *)(uintptr_t)reg->ring_addr;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "conf/options.h"
+#include "preload/uring_abi.h"
 
 #define V(maj, min) ((uint16_t)((maj) << 8 | (min)))
 #define ROW(n, maj, min) { #n, V(maj, min) }
@@ -219,6 +220,7 @@ static const struct {
  * this file alone. */
 static struct {
 	unsigned kernel;
+	int shadow_offers;	/* BUFSEL_RINGS is not kernel: SHADOW_SETUP is offered */
 	void (*report)(const char *kind, const char *name, unsigned since);
 	_Atomic uint64_t reported[T_COUNT];
 } compat;
@@ -228,6 +230,7 @@ void compat_init(const struct bufsel_conf *c,
 {
 	/* The control arm of an A/B run leaves everything to the kernel. */
 	compat.kernel = c->mode == BUFSEL_MODE_PASSTHROUGH ? 0 : c->kernel;
+	compat.shadow_offers = c->rings != BUFSEL_RINGS_KERNEL;
 	compat.report = report;
 }
 
@@ -286,7 +289,39 @@ static int check_bits(int t, uint64_t v)
 
 int compat_setup_flags(unsigned flags)
 {
-	return check_bits(T_SETUP, flags);
+	return check_bits(T_SETUP, flags & ~compat_setup_shadowed(flags));
+}
+
+/*
+ * Setup flags whose whole meaning the shadow ring can carry, so that bufsel
+ * gives them on a kernel that lacks them, as it gives buffer rings (and
+ * under the same switch: BUFSEL_RINGS=kernel keeps to what the kernel has).
+ * The ring memory the program supplies (NO_MMAP) is the shadow itself; an
+ * SQ without an array (NO_SQARRAY) and the single issuer (SINGLE_ISSUER,
+ * and DEFER_TASKRUN's completions only in the issuer's waits) are rules of
+ * the program's side of the ring, which bufsel keeps; so is SUBMIT_ALL (a
+ * submit that goes on past an SQE that failed at submission, in as many
+ * enters as it takes); COOP_TASKRUN is a
+ * hint that promises nothing a program can see.  The kernel beneath sees
+ * none of them.  TASKRUN_FLAG is not among them: its bit would have to
+ * rise while the program is away, when the shadow moves nothing.
+ */
+#define SHADOW_SETUP                                                                    \
+	(IORING_SETUP_NO_MMAP | IORING_SETUP_NO_SQARRAY | IORING_SETUP_SINGLE_ISSUER | \
+	 IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL)
+
+/* IOSQE_CQE_SKIP_SUCCESS (5.17) is bufsel's on an older kernel, under
+ * the same switch (rewrite_skip). */
+int compat_sqe_skip_shadowed(void)
+{
+	return compat_kernel() && compat.shadow_offers && !known_index(T_SQE_FLAG, IOSQE_CQE_SKIP_SUCCESS_BIT);
+}
+
+unsigned compat_setup_shadowed(unsigned flags)
+{
+	if (!compat_kernel() || !compat.shadow_offers)
+		return 0;
+	return flags & SHADOW_SETUP & ~(unsigned)known_bits(T_SETUP);
 }
 
 int compat_enter_flags(unsigned flags)
@@ -427,6 +462,8 @@ void compat_sqe(struct io_uring_sqe *sqe, int in_chain, uint32_t offered)
 		sqe->opcode = OP_UNKNOWN;
 	}
 	uint8_t known = (uint8_t)known_bits(T_SQE_FLAG);
+	if (compat_sqe_skip_shadowed())
+		known |= IOSQE_CQE_SKIP_SUCCESS;
 	if (sqe->flags & ~known & 0x7f) {
 		check_bits(T_SQE_FLAG, sqe->flags & 0x7f);
 		sqe->flags = (uint8_t)((sqe->flags & known) | SQE_FLAG_UNKNOWN);

@@ -23,6 +23,13 @@ unsigned compat_kernel(void);
 int compat_setup_flags(unsigned flags);
 int compat_enter_flags(unsigned flags);
 int compat_register_opcode(unsigned opcode);
+/* The setup flags among flags that the emulated kernel lacks and the
+ * shadow ring gives instead (accepted by compat_setup_flags, kept from the
+ * kernel beneath). */
+unsigned compat_setup_shadowed(unsigned flags);
+/* Is IOSQE_CQE_SKIP_SUCCESS one the emulated kernel lacks and bufsel gives
+ * (its SQEs reach the kernel without it, the hooks' skip drops the CQE)? */
+int compat_sqe_skip_shadowed(void);
 /* The feature bits that kernel reports. */
 unsigned compat_features(unsigned f);
 /* Does that kernel know the request opcode? */

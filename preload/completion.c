@@ -745,10 +745,35 @@ int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 	return post_it;
 }
 
+/* An SQE bufsel gave IOSQE_CQE_SKIP_SUCCESS (rewrite_skip): posted unless
+ * it succeeded, or its chain broke at a flagged request before it. */
+static int complete_skip(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
+{
+	int more = cqe->flags & IORING_CQE_F_MORE;
+	int failed = cqe->res < 0 || (uint32_t)cqe->res < q->want;
+	int posts = (q->flags & REQ_CHAIN_HIDDEN) && cqe->res == -ECANCELED ? 0
+		   : (q->flags & REQ_SKIP_SUCCESS)			   ? more || failed
+									   : 1;
+	/* Its own failure, not its chain's cancellation, hides the rest. */
+	if (failed && !more && (q->flags & REQ_SKIP_SUCCESS) &&
+	    !((q->flags & REQ_IN_CHAIN) && cqe->res == -ECANCELED))
+		for (uint64_t t = q->chain_next; t;) {
+			struct req *n = req_lookup(&r->reqs, t);
+			if (!n || n->kind != REQ_SKIP)
+				break;
+			n->flags |= REQ_CHAIN_HIDDEN;
+			t = n->chain_next;
+		}
+	cqe->user_data = q->user_data;
+	if (!more)
+		req_free(&r->reqs, q);
+	return posts;
+}
+
 static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	switch (q->kind) {
-	case REQ_STANDIN:
+	case REQ_STANDIN: {
 		cqe->user_data = q->user_data;
 		/* A stand-in that did not run as planned (a broken chain, a
 		 * drain the ring refuses) reports what the kernel said. */
@@ -756,6 +781,7 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 			cqe->res = q->res;
 			cqe->flags = q->cflags;
 		}
+		int skipped = (q->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0;
 		if (q->flags & REQ_STANDIN_BUF) {
 			spin_lock(&r->x->pool_lock);
 			if (cqe->res == q->res && (cqe->flags & IORING_CQE_F_BUFFER))
@@ -765,7 +791,10 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 			spin_unlock(&r->x->pool_lock);
 		}
 		req_free(&r->reqs, q);
-		return 1;
+		return !skipped;
+	}
+	case REQ_SKIP:
+		return complete_skip(r, q, cqe);
 	case REQ_READ_SEL:
 		return complete_read_sel(r, q, cqe);
 	case REQ_RECV_SEL:
@@ -781,11 +810,13 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		return 0;
 	case REQ_TIMEOUT:
 		return complete_timeout(r, q, cqe);
-	case REQ_CANCEL_ALL:
+	case REQ_CANCEL_ALL: {
 		cqe->user_data = q->user_data;
 		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;
+		int skipped = (q->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0;
 		req_free(&r->reqs, q);
-		return 1;
+		return !skipped;
+	}
 	case REQ_SENTINEL:
 		if (cqe->res < 0) {
 			cancel_held(r, q);

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "preload/mover.h"
+#include "preload/spin.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -89,8 +90,14 @@ static long enter_submit(struct ring *r, unsigned to_submit, unsigned flags, con
 		*ran_tw = getevents && ret == (long)b.copied && b.copied;
 		total += submit_finish(r, &b, ret);
 		/* An SQE that must reach the kernel alone ended this part of the
-		 * batch: go on with the rest, as one enter does natively. */
-		if (!b.barrier || ret != (long)b.copied)
+		 * batch: go on with the rest, as one enter does natively.  So
+		 * does a SUBMIT_ALL the shadow gives, where the kernel beneath
+		 * stopped after an SQE that failed at submission. */
+		int go_on = b.barrier && ret == (long)b.copied;
+		if ((r->shadowed_flags & IORING_SETUP_SUBMIT_ALL) && ret > 0 && ret < (long)b.copied &&
+		    (unsigned long)total < n)
+			go_on = 1;
+		if (!go_on)
 			break;
 		/* A receive the kernel ran in that part gave its buffer back, as
 		 * natively before the next SQE selects. */
@@ -288,6 +295,13 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	int wait = !!(flags & IORING_ENTER_GETEVENTS);
 	long ret = 0;
 
+	/* A SINGLE_ISSUER the shadow gives: another task may neither submit
+	 * (io_uring_add_tctx_node) nor wait on a DEFER_TASKRUN ring
+	 * (io_allowed_run_tw), as the kernel's own says. */
+	if (r->issuer_tid && !sqpoll && r->issuer_tid != spin_self() &&
+	    (to_submit || (wait && (r->setup_flags & IORING_SETUP_DEFER_TASKRUN))))
+		return -EEXIST;
+
 	if (atomic_load_explicit(&r->inherited, memory_order_relaxed))
 		mover_adopt(r);
 	complete_prune_waiters(r);
@@ -317,7 +331,9 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 		long w = enter_wait(r, min_complete, flags, argp, argsz, ran_tw);
 		if (!ret)
 			ret = w;
-	} else {
+	} else if (!(r->shadowed_flags & IORING_SETUP_DEFER_TASKRUN)) {
+		/* (A DEFER_TASKRUN the shadow gives posts only in waits, as
+		 * the kernel's runs its task work only there.) */
 		complete_reap_follow(r);
 	}
 	r->enter_tw = 0;

@@ -17,6 +17,7 @@
 #include "preload/req.h"
 #include "preload/resize.h"
 #include "preload/ring_io.h"
+#include "preload/spin.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
 #include "preload/uring_abi.h"
@@ -155,6 +156,22 @@ long emu_register(const long a[6])
 				 ? ring_get_registered((unsigned)a[0])
 				 : ring_get((int)a[0]);
 	int shadowed = r != NULL;
+	/* A SINGLE_ISSUER the shadow gives: __io_uring_register's -EEXIST
+	 * for any task but the submitter; ENABLE_RINGS makes its caller the
+	 * submitter of a ring set up disabled. */
+	if (r && (r->shadowed_flags & IORING_SETUP_SINGLE_ISSUER)) {
+		if (r->issuer_tid && r->issuer_tid != spin_self()) {
+			ring_put(r);
+			return -EEXIST;
+		}
+		if (opcode == IORING_REGISTER_ENABLE_RINGS) {
+			long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+			if (!ret && !r->issuer_tid)
+				r->issuer_tid = spin_self();
+			ring_put(r);
+			return ret;
+		}
+	}
 	if (r && bufring_opcode(opcode)) {
 		/* Buffer rings bufsel keeps are there on any kernel. */
 		long ret = bufring_register(r, opcode, a);

@@ -162,6 +162,20 @@ struct req *req_find_timeout(struct req_table *t, uint64_t ud)
 	return found ? found : done;
 }
 
+struct req *req_find_skip(struct req_table *t, uint64_t ud, uint8_t opcode)
+{
+	struct req *found = NULL;
+	spin_lock(&t->lock);
+	for (uint32_t c = 0; c < t->nchunks && !found; c++)
+		for (uint32_t i = 0; i < REQ_CHUNK && !found; i++) {
+			struct req *q = &t->chunk[c][i];
+			if (q->live && q->kind == REQ_SKIP && q->user_data == ud && q->orig.opcode == opcode)
+				found = q;
+		}
+	spin_unlock(&t->lock);
+	return found;
+}
+
 void req_table_destroy(struct req_table *t)
 {
 	for (uint32_t c = 0; c < t->nchunks; c++) {

@@ -56,6 +56,8 @@ enum req_kind {
 	REQ_SEND_BUNDLE,	/* a bundle SEND on a legacy group: one SEND per buffer */
 	REQ_TIMEOUT,		/* the program's TIMEOUT with a completion count, which
 				 * bufsel counts (the kernel's timer goes with off 0) */
+	REQ_SKIP,		/* an SQE with IOSQE_CQE_SKIP_SUCCESS on a kernel that
+				 * lacks it: bufsel drops its CQE if it succeeded */
 };
 
 enum req_flags {
@@ -76,6 +78,11 @@ enum req_flags {
 	REQ_RING_LAZY = 1 << 13,	/* READ on an emulated ring's buffer, from a file that
 					 * polls: the kernel commits the entry only if the read
 					 * succeeds (an error leaves it, and the CQE, without it) */
+	REQ_CHAIN_HIDDEN = 1 << 15,	/* SKIP: a member after one that failed with the skip
+					 * flag, whose -ECANCELED the kernel hides
+					 * (REQ_F_SKIP_LINK_CQES) */
+	REQ_IN_CHAIN = 1 << 16,		/* SKIP: an earlier SQE links to it, so its
+					 * -ECANCELED is the chain's, not its own failure */
 	REQ_COMMITTED = 1 << 14,	/* an incremental ring's entry committed at selection
 					 * (io_should_commit): its CQE takes cflags, the pool
 					 * has nothing more to do */
@@ -99,7 +106,7 @@ struct req {
 	uint32_t idx;		/* fixed for the slot's life */
 	uint32_t next_free;
 	uint8_t kind;
-	uint16_t flags;
+	uint32_t flags;
 	int32_t res;		/* REQ_STANDIN: what the CQE reports */
 	uint32_t cflags;	/* REQ_STANDIN: and its flags */
 	uint32_t want;		/* bytes asked for: a shorter result fails a link */
@@ -138,6 +145,7 @@ struct req {
 	struct req *next_batch;		/* RECV_SEL: on the ring's list of this batch's receives */
 	uint32_t target;		/* TIMEOUT: the CQE count (ring.h, cq_seq) that ends it */
 	struct req *next_counting;	/* TIMEOUT: on the ring's list of counting timeouts */
+	uint64_t chain_next;		/* SKIP: the tag of the next member of its chain */
 };
 
 struct req_table {
@@ -169,6 +177,9 @@ struct req *req_find_user_data(struct req_table *t, uint64_t ud);
 struct req *req_find_timeout(struct req_table *t, uint64_t ud);
 /* The tags of up to max live requests carrying ud; returns how many. */
 unsigned req_tags_of(struct req_table *t, uint64_t ud, uint64_t *tags, unsigned max);
+/* A live SKIP request for the program's ud and opcode (what a removal by
+ * user_data finds in the kernel), or NULL. */
+struct req *req_find_skip(struct req_table *t, uint64_t ud, uint8_t opcode);
 void req_table_destroy(struct req_table *t);
 
 /* CLOCK_MONOTONIC in ns (vDSO: no system call). */

@@ -1257,7 +1257,7 @@ static int rebind_bundle(struct ring *r, struct req *q, int again)
 	}
 	/* bufsel settles the entries from the CQE, so it needs every one. */
 	if (q->flags & REQ_DELIVERED) {
-		q->flags = (uint16_t)((q->flags & ~REQ_DELIVERED) | REQ_SKIP_SUCCESS);
+		q->flags = (q->flags & ~(uint32_t)REQ_DELIVERED) | REQ_SKIP_SUCCESS;
 		sqe->flags &= (uint8_t)~IOSQE_CQE_SKIP_SUCCESS;
 	}
 	bundle_sqe(sqe, q->bun, IORING_OP_RECVMSG);
@@ -1950,7 +1950,8 @@ static int counts_completions(const struct io_uring_sqe *sqe)
 
 static int rewrite_wants(const struct io_uring_sqe *sqe)
 {
-	return rewrite_wanted(sqe) || counts_completions(sqe) || sqe->opcode == IORING_OP_TIMEOUT_REMOVE;
+	return rewrite_wanted(sqe) || counts_completions(sqe) || sqe->opcode == IORING_OP_TIMEOUT_REMOVE ||
+	       (sqe->opcode == IORING_OP_POLL_REMOVE && compat_sqe_skip_shadowed());
 }
 
 /*
@@ -1992,8 +1993,12 @@ static void retarget_timeout(struct ring *r, struct io_uring_sqe *sqe)
 	if (sqe->timeout_flags & IORING_LINK_TIMEOUT_UPDATE)
 		return;
 	struct req *q = req_find_timeout(&r->reqs, sqe->addr);
-	if (!q)
+	if (!q) {
+		/* One bufsel gave a skip flag is in the kernel under its tag. */
+		if ((q = req_find_skip(&r->reqs, sqe->addr, IORING_OP_TIMEOUT)))
+			sqe->addr = req_tag(&r->reqs, q);
 		return;
+	}
 	if (q->flags & REQ_DONE) {
 		sqe->addr = NO_SUCH_REQUEST;
 		return;
@@ -2060,6 +2065,13 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	if (sqe->opcode == IORING_OP_TIMEOUT_REMOVE) {
 		if (r->reqs.live)
 			retarget_timeout(r, sqe);
+		return NULL;
+	}
+	if (sqe->opcode == IORING_OP_POLL_REMOVE) {
+		/* A poll bufsel gave a skip flag, found by its tag. */
+		struct req *q = r->reqs.live ? req_find_skip(&r->reqs, sqe->addr, IORING_OP_POLL_ADD) : NULL;
+		if (q)
+			sqe->addr = req_tag(&r->reqs, q);
 		return NULL;
 	}
 	if (sqe->opcode == IORING_OP_ASYNC_CANCEL) {
@@ -2205,6 +2217,9 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		spin_unlock(&r->x->pool_lock);
 		break;
 	}
+	if (u->skip)
+		req_free(&r->reqs, u->skip);
+	u->skip = NULL;
 	u->kind = UNDO_NONE;
 	u->deliver = 0;
 }
@@ -2220,6 +2235,7 @@ void rewrite_commit(struct ring *r, struct rewrite_undo *u)
 		spin_unlock(&r->x->pool_lock);
 	}
 	u->deliver = 0;
+	u->skip = NULL;
 }
 
 /* What cannot be undone if the kernel does not take the SQE: the SQEs
@@ -2279,6 +2295,87 @@ static int rewrite_probe(struct ring *r, struct io_uring_sqe *sqe, struct rewrit
 	return 0;
 }
 
+/*
+ * IOSQE_CQE_SKIP_SUCCESS on a kernel older than 5.17, which refuses it: the
+ * kernel gets the SQE without it, under a tag (REQ_SKIP), and bufsel drops
+ * the CQE of a request that succeeded.  "Succeeded" as the kernel decides
+ * it: req_set_fail clears the skip, so an error posts, and so does a
+ * receive or send with MSG_WAITALL, a splice or a tee that moved less than
+ * it asked for; a CQE with F_MORE always posts.  A request that fails with
+ * the flag hides the -ECANCELED of the chain it breaks (REQ_F_SKIP_LINK_CQES),
+ * flagged or not, so every member after a flagged one is tagged too; a
+ * member cancelled with its chain posts -ECANCELED, flag or not.  An
+ * SQE bufsel rewrote under a request of its own takes the skip into that
+ * request; without a slot for one, the CQE posts (the program sees one CQE
+ * more, never one less).
+ */
+static uint32_t skip_min_res(const struct io_uring_sqe *sqe)
+{
+	switch (sqe->opcode) {
+	case IORING_OP_SEND:
+	case IORING_OP_RECV:
+		return (sqe->msg_flags & MSG_WAITALL) ? sqe->len : 0;
+	case IORING_OP_SPLICE:
+	case IORING_OP_TEE:
+		return sqe->len;
+	default:
+		return 0;
+	}
+}
+
+/* Preps that refuse the flag (io_poll_add_prep: a multishot poll). */
+static int skip_refused(const struct io_uring_sqe *sqe)
+{
+	return sqe->opcode == IORING_OP_POLL_ADD && (sqe->len & IORING_POLL_ADD_MULTI);
+}
+
+static void rewrite_skip(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain)
+{
+	int flagged = sqe->flags & IOSQE_CQE_SKIP_SUCCESS;
+	int links = sqe->flags & SQE_LINK_FLAGS;
+	uint64_t prev = r->skip_chain;
+	r->skip_chain = 0;
+	if (u->kind == UNDO_NONE) {
+		/* io_init_req's -EOPNOTSUPP for a drain once a skip turned the
+		 * ring's drains off (place_one tracks it), which the kernel
+		 * beneath, never shown a skip, would run as a drain. */
+		int err = (sqe->flags & IOSQE_IO_DRAIN) && r->x->drain_disabled ? -EOPNOTSUPP
+			  : flagged && skip_refused(sqe)				 ? -EINVAL
+											 : 0;
+		if (err) {
+			sqe->flags &= (uint8_t)~(IOSQE_IO_DRAIN | IOSQE_CQE_SKIP_SUCCESS);
+			standin(r, sqe, err, FAIL_AT_PREP, u);
+			return;
+		}
+	}
+	sqe->flags &= (uint8_t)~IOSQE_CQE_SKIP_SUCCESS;
+	/* Under a request of bufsel's already: that one skips. */
+	struct req *own = req_lookup(&r->reqs, sqe->user_data);
+	if (own) {
+		if (flagged)
+			own->flags |= REQ_SKIP_SUCCESS;
+		return;
+	}
+	if (!flagged && !prev)
+		return;
+	struct req *q = req_alloc(&r->reqs);
+	if (!q)
+		return;
+	q->kind = REQ_SKIP;
+	q->flags = (flagged ? REQ_SKIP_SUCCESS : 0) | (in_chain ? REQ_IN_CHAIN : 0);
+	q->user_data = sqe->user_data;
+	q->orig.opcode = sqe->opcode;
+	q->want = skip_min_res(sqe);
+	q->chain_next = 0;
+	sqe->user_data = req_tag(&r->reqs, q);
+	u->skip = q;
+	struct req *p = prev ? req_lookup(&r->reqs, prev) : NULL;
+	if (p)
+		p->chain_next = sqe->user_data;
+	if (links)
+		r->skip_chain = sqe->user_data;
+}
+
 const struct ring_hooks rewrite_hooks = {
 	.wants = rewrite_wants,
 	.rewrite = rewrite_sqe,
@@ -2295,4 +2392,5 @@ const struct ring_hooks rewrite_hooks = {
 	.deferred = rewrite_deferred,
 	.followup = rewrite_followup,
 	.counted = rewrite_counted,
+	.skip = rewrite_skip,
 };

@@ -43,6 +43,7 @@ struct rewrite_undo {
 	uint8_t deferred, forced;
 	struct pool_buf buf;
 	struct pool_kept kept;	/* UNDO_REMOVE: what it took (req: its stand-in) */
+	struct req *skip;	/* a SKIP request that tags it (rewrite_skip), besides */
 };
 
 /* Does this SQE need bufsel at all?  The fast test for the drain loop. */

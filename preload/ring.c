@@ -316,7 +316,7 @@ static void ring_destroy(struct ring *r)
 		sys_munmap(x, sizeof(*x));
 	r->undo = NULL;
 	r->hooks = NULL;
-	if (r->sh.mem)
+	if (r->sh.mem && !r->prog_mem)
 		sys_munmap(r->sh.mem, r->sh.lay.total_len);
 	if (r->real_sqes_map)
 		sys_munmap(r->real_sqes_map, r->real_sqes_len);
@@ -736,7 +736,7 @@ void ring_closing(unsigned lo, unsigned hi)
 			continue;
 		int fd = got->prog_fd;
 		if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi && got->unpinned && got->priv_fd < 0 &&
-		    got->sh.mem && shadow_mapped_elsewhere(&got->sh) == 1) {
+		    got->sh.mem && !got->prog_mem && shadow_mapped_elsewhere(&got->sh) == 1) {
 			int keep = sys_dupfd_high(fd);
 			if (keep >= 0) {
 				got->map_pin = 1;

@@ -74,6 +74,9 @@ struct ring_hooks {
 	/* The program's CQ has come to seq (ring_cq_seq): counting TIMEOUTs
 	 * that reached their count complete (cq_lock held). */
 	void (*counted)(struct ring *r, unsigned seq);
+	/* An SQE placed with IOSQE_CQE_SKIP_SUCCESS on a ring whose kernel
+	 * lacks it (compat_sqe_skip_shadowed): bufsel skips its CQE. */
+	void (*skip)(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain);
 };
 
 /* CQEs bufsel made, waiting for room in the shadow CQ (owned under cq_lock).
@@ -244,6 +247,13 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	unsigned features;
 	int real_own_mem;	/* the real rings are bufsel's memory (the kernel's
 				 * ring has IORING_SETUP_NO_MMAP) */
+	/* Setup flags the shadow gives where the kernel beneath lacks them
+	 * (compat_setup_shadowed): the kernel's ring has none of them. */
+	unsigned shadowed_flags;
+	int prog_mem;		/* the shadow is the program's own memory (a NO_MMAP
+				 * the shadow gives): never bufsel's to unmap */
+	int issuer_tid;		/* a SINGLE_ISSUER the shadow gives: the submitter
+				 * task (0 until a disabled ring is enabled) */
 
 	struct shadow sh;	/* bufsel's mapping of the shadow */
 	/* Personalities registered on the ring (rewrite.c checks an emulated
@@ -286,6 +296,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 					 * a fork shares it, with x) */
 	size_t scratch_len;
 	int to_wq;			/* the SQE being placed goes to io-wq (place_one) */
+	uint64_t skip_chain;		/* the tag of the chain being placed's last SKIP
+					 * request (rewrite_skip), 0 if none */
 	int forced_async;		/* and the kernel marks it REQ_F_FORCE_ASYNC */
 	int drain_waits;		/* and waits in the kernel's defer list for what precedes it */
 	struct req *batch_recvs;	/* receives selected for in the batch being placed (sq_lock) */

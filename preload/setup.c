@@ -32,6 +32,7 @@
 #include "preload/ring.h"
 #include "preload/ring_io.h"
 #include "preload/setup.h"
+#include "preload/spin.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
 #include "preload/valgrind.h"
@@ -389,6 +390,57 @@ static long map_shadow_part(struct ring *r, void *addr, size_t len, int prot, in
 	return m;
 }
 
+/*
+ * io_uring_sanitise_params' rules for the flags the shadow gives, which
+ * the kernel beneath cannot check (it never sees them).
+ */
+static long shadowed_params_check(unsigned flags)
+{
+	if ((flags & IORING_SETUP_DEFER_TASKRUN) && !(flags & IORING_SETUP_SINGLE_ISSUER))
+		return -EINVAL;
+	if ((flags & IORING_SETUP_SQPOLL) &&
+	    (flags & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_DEFER_TASKRUN)))
+		return -EINVAL;
+	if ((flags & IORING_SETUP_TASKRUN_FLAG) &&
+	    !(flags & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_DEFER_TASKRUN)))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * A NO_MMAP the shadow gives: the program's memory is the shadow, as it is
+ * the ring natively.  The memory is checked as io_create_region checks
+ * what it pins: the rings' region the size the kernel computes for them
+ * (rings_size, which bufsel's layout fits in: its header is four cache
+ * lines longer, and both place the SQ array on a cache line after the
+ * CQEs), the SQEs' region their array's.  The program learns the layout's
+ * offsets from the params as ever.
+ */
+static long setup_user_shadow(const struct io_uring_params *p, uint64_t rings, uint64_t sqes,
+			      struct shadow *sh)
+{
+	struct shadow_layout lay;
+	shadow_layout_init(&lay, p->sq_entries, p->cq_entries, 4096);
+	lay.no_sqarray = !!(p->flags & IORING_SETUP_NO_SQARRAY);
+	size_t krings = 64 + (size_t)p->cq_entries * sizeof(struct io_uring_cqe);
+	krings = (krings + 63) & ~(size_t)63;
+	if (!lay.no_sqarray)
+		krings += (size_t)p->sq_entries * sizeof(uint32_t);
+	else
+		lay.rings_len = lay.sq_array;
+	long err = uaccess_user_region(rings, page_up(krings));
+	if (!err)
+		err = uaccess_user_region(sqes, page_up(lay.sqes_len));
+	if (err)
+		return err;
+	if (page_up(lay.rings_len) > page_up(krings))
+		return -ENOMEM;	/* never, by the sizes above (invariant) */
+	*sh = (struct shadow){ .sq_entries = p->sq_entries, .cq_entries = p->cq_entries };
+	shadow_attach(sh, &lay, (void *)(uintptr_t)rings);
+	sh->sqes = (void *)(uintptr_t)sqes;
+	return 0;
+}
+
 long emu_setup(const long a[6])
 {
 	struct io_uring_params p, *up = (void *)a[1];
@@ -398,7 +450,13 @@ long emu_setup(const long a[6])
 		return setup_forward(a);
 	if (compat_setup_flags(p.flags))
 		return -EINVAL;
-	if (p.flags & ~SETUP_SHADOWABLE) {
+	unsigned shadowed = compat_setup_shadowed(p.flags);
+	if (shadowed) {
+		long err = shadowed_params_check(p.flags);
+		if (err)
+			return err;
+	}
+	if (p.flags & ~(SETUP_SHADOWABLE | shadowed)) {
 		long fd = setup_forward(a);
 		if (fd >= 0)
 			log_once(BUFSEL_LOG_WARN, ONCE_UNSHADOWED, "ring fd %ld: setup flags 0x%x include 0x%x, which bufsel does not shadow: "
@@ -408,6 +466,13 @@ long emu_setup(const long a[6])
 	}
 	/* Rings the program closed with an unseen close() go before a new one. */
 	ring_sweep();
+
+	/* The kernel beneath gets the ring without what the shadow gives. */
+	unsigned prog_flags = p.flags;
+	uint64_t user_rings = p.cq_off.resv2, user_sqes = p.sq_off.resv2;
+	p.flags &= ~shadowed;
+	if (shadowed & IORING_SETUP_NO_MMAP)
+		p.cq_off.resv2 = p.sq_off.resv2 = 0;
 
 	struct real_mem m;
 	/* The program's SQ thread is bufsel's poller (mover.c), which spins
@@ -434,7 +499,10 @@ long emu_setup(const long a[6])
 	r->prog_fd = (int)fd;
 	r->serial = (unsigned)atomic_load(&bufsel.n.rings);
 	r->fork_gen = stats_fork_gen();
-	r->setup_flags = p.flags;
+	r->setup_flags = prog_flags;
+	r->shadowed_flags = shadowed;
+	if ((shadowed & IORING_SETUP_SINGLE_ISSUER) && !(prog_flags & IORING_SETUP_R_DISABLED))
+		r->issuer_tid = spin_self();
 	r->features = p.features;
 	r->sq_idle_ms = p.sq_thread_idle;
 	int err = 0, own_mem = m.rings != NULL;
@@ -450,8 +518,20 @@ long emu_setup(const long a[6])
 		err = r->priv_fd;
 	if (!err && !r->real_sq_map)
 		err = setup_map_real(r, &p);
-	if (!err)
+	p.flags = prog_flags;
+	if (!err && (shadowed & IORING_SETUP_NO_MMAP)) {
+		err = setup_user_shadow(&p, user_rings, user_sqes, &r->sh);
+		r->prog_mem = !err;
+		if (err) {
+			/* The kernel's answer to the memory it could not pin: the
+			 * setup fails, no ring made. */
+			ring_abandon(r);
+			sys_close((int)fd);
+			return err;
+		}
+	} else if (!err) {
 		err = setup_map_shadow(&p, 1, &r->sh, &r->mem_fd);
+	}
 	if (!err && r->sh.lay.real_page) {
 		r->sh.sq_flags = (_Atomic uint32_t *)r->rsq_flags;
 		r->flags_shared = 1;
@@ -485,7 +565,16 @@ long emu_setup(const long a[6])
 	/* Asked only where the answer counts: a kernel with bundles has rings. */
 	if (!(out.features & FEAT_RECVSEND_BUNDLE) && bufring_keeps_all())
 		out.features |= FEAT_RECVSEND_BUNDLE;
+	/* bufsel's skip (rewrite_skip) takes every skip from the start. */
+	if (compat_sqe_skip_shadowed()) {
+		out.features |= IORING_FEAT_CQE_SKIP;
+		r->x->kernel_skip = 1;
+	}
 	shadow_fill_offsets(&r->sh.lay, &out.sq_off, &out.cq_off);
+	if (r->prog_mem) {
+		out.cq_off.resv2 = user_rings;
+		out.sq_off.resv2 = user_sqes;
+	}
 	complete_reap(r);	/* sets the initial shadow flags */
 	if (copy_to_prog(up, &out, sizeof(out))) {
 		err = -EFAULT;
@@ -523,6 +612,8 @@ long emu_mmap(const long a[6])
 		ret = bufring_mmap(r, a);
 		if (ret == -ENOSYS)	/* the kernel's buffer ring */
 			ret = sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
+	} else if (r->prog_mem) {
+		ret = -ENOMEM;	/* as 6.18 answers for a ring in the program's memory */
 	} else if (!(ret = shadow_map_offset(&r->sh.lay, off, len, &memoff))) {
 		ret = map_shadow_part(r, (void *)a[0], len, (int)a[2], (int)a[3], memoff);
 	}

@@ -174,6 +174,12 @@ static int place_one(struct ring *r, struct place_state *st, const struct io_uri
 	if (st->deferred && !st->linked && !sqpoll && r->hooks && r->hooks->submit_error &&
 	    !(r->setup_flags & IORING_SETUP_SUBMIT_ALL))
 		st->stops = r->hooks->submit_error(r, src) != 0;
+	if (!in_chain)
+		r->skip_chain = 0;
+	if ((sqe->flags & IOSQE_CQE_SKIP_SUCCESS || ((sqe->flags & IOSQE_IO_DRAIN) && r->x->drain_disabled) ||
+	     r->skip_chain) &&
+	    r->hooks && r->undo && compat_sqe_skip_shadowed())
+		r->hooks->skip(r, sqe, &r->undo[st->copied], in_chain);
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS)
 		r->x->kernel_skip = 1;
 	/* The program's own TIMEOUT, not a stand-in bufsel made of another SQE,

@@ -90,3 +90,27 @@ int copy_to_prog(void *dst, const void *src, size_t len)
 {
 	return copy_vm(SYS_process_vm_writev, dst, src, len);
 }
+
+/*
+ * io_create_region's checks of memory the program gives a ring (NO_MMAP
+ * rings, buffer rings in its memory): the kernel pins every page for
+ * writing, which fails on a page it cannot reach or write.  Each page's
+ * first byte is read and written back as it was: the memory is being handed
+ * to the ring, which nothing else writes meanwhile.
+ */
+long uaccess_user_region(uint64_t addr, size_t len)
+{
+	if (!addr)
+		return -EFAULT;
+	if (addr & 4095)
+		return -EINVAL;
+	if (addr + len < addr)
+		return -EOVERFLOW;
+	for (size_t at = 0; at < len; at += 4096) {
+		char c;
+		void *p = (void *)(uintptr_t)(addr + at);
+		if (copy_from_prog(&c, p, 1) || copy_to_prog(p, &c, 1))
+			return -EFAULT;
+	}
+	return 0;
+}

@@ -10,8 +10,12 @@
 #define BUFSEL_PRELOAD_UACCESS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 int copy_from_prog(void *dst, const void *src, size_t len);
 int copy_to_prog(void *dst, const void *src, size_t len);
+/* Memory the program gives a ring, as io_create_region checks it: 0,
+ * -EFAULT, -EINVAL (not page aligned) or -EOVERFLOW. */
+long uaccess_user_region(uint64_t addr, size_t len);
 
 #endif

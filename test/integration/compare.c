@@ -90,6 +90,8 @@
 	X(registered_ring, 10, true, false) /* 5.6 lacks registered ring fds: 5.18 */ \
 	X(sq128, 10, true, false) /* 5.6 lacks SQE128: 5.19 */ \
 	X(no_sqarray, 10, true, false) /* 5.6 lacks NO_SQARRAY: 6.6 */ \
+	X(no_mmap, 10, true, false) /* 5.6 lacks NO_MMAP: 6.5 (kernel515 runs it with bufsel's) */ \
+	X(skip_success, 10, true, false) /* 5.6 lacks CQE_SKIP_SUCCESS: 5.17 (kernel515 runs it with bufsel's) */ \
 	X(msg_ring, 10, true, false) /* 5.6 lacks MSG_RING: 5.18 */ \
 	X(nop_static, 10, true, false) /* 5.6 lacks CQE_SKIP_SUCCESS: 5.17 */ \
 	X(raw_syscall, 10, true, true)         \
@@ -514,6 +516,15 @@ RINGS_EMULATED_TEST(bs_ring_stream)
 KERNEL515_TEST(bs_ring_inc)	/* incremental rings (6.12) bufsel keeps */
 RINGS_EMULATED_TEST(pol_ring_cap)
 KERNEL515_TEST(pol_ring_cap)
+/* Ring setup flags and the SQE flag the shadow gives where 5.15 lacks
+ * them (compat_setup_shadowed, rewrite_skip). */
+KERNEL515_TEST(no_mmap)		/* NO_MMAP (6.5), SINGLE_ISSUER (6.0), DEFER_TASKRUN (6.1) */
+KERNEL515_TEST(no_sqarray)	/* NO_SQARRAY (6.6) */
+KERNEL515_TEST(skip_success)	/* CQE_SKIP_SUCCESS (5.17) */
+KERNEL515_TEST(nop_static)
+KERNEL515_TEST(bs_timeout_count)
+KERNEL515_TEST(stress_overflow)
+KERNEL515_TEST(bs_link)
 
 /*
  * The other suites run under Syscall User Dispatch, the default on this
