@@ -125,6 +125,8 @@ void group_begin(struct group *g, enum group_kind k)
 	g->peak_out = g->in_use + g->held;
 	g->peak_size = g->count + g->in_use + g->held;
 	g->buf_len = 0;
+	g->watched = 0;
+	g->ended = 0;
 }
 
 int group_begin_legacy(struct group *g, const struct pool_allocator *a)
@@ -286,7 +288,7 @@ void group_putback(struct group *g, const struct pool_buf *b)
 void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a)
 {
 	g->in_use--;
-	if (!group_selects(g))
+	if (!group_reported(g))
 		return;
 	g->consumed++;
 	if (g->policy.cap || g->policy.track_held)
@@ -303,7 +305,7 @@ uint32_t group_available(const struct group *g)
 {
 	/* A ring's tail as bufsel last read it: the program's memory may be
 	 * gone by the time statistics are written. */
-	return g->kind == GROUP_RING_EMU ? (uint16_t)(g->ring_tail_seen - g->ring_head) : g->count;
+	return g->kind == GROUP_RING_EMU || g->watched ? (uint16_t)(g->ring_tail_seen - g->ring_head) : g->count;
 }
 
 void group_stats(const struct group *g, struct pool_group_stats *out)
@@ -345,7 +347,10 @@ int group_check(const struct group *g, uint16_t bgid)
 	if (g->kind != GROUP_LEGACY && g->kind != GROUP_RING && g->kind != GROUP_GONE &&
 	    g->kind != GROUP_RING_EMU)
 		return -EUCLEAN;
-	if ((g->kind == GROUP_RING_EMU) != !!g->ring.entries)
+	if ((g->kind == GROUP_RING_EMU && !g->ring.entries) ||
+	    (g->ring.entries && g->kind != GROUP_RING_EMU && !(g->kind == GROUP_RING && g->watched)))
+		return -EUCLEAN;
+	if ((g->watched && g->kind != GROUP_RING) || (g->ended && g->kind != GROUP_GONE))
 		return -EUCLEAN;
 	if ((g->cap & (g->cap - 1)) || (g->cap && g->cap < GROUP_MIN_CAP) ||
 	    g->cap > GROUP_SLOTS_MAX || !g->slots != !g->cap)
@@ -366,7 +371,7 @@ int group_check(const struct group *g, uint16_t bgid)
 			       (uint16_t)(g->ring_tail_seen - g->ring_head)
 			       ? -EUCLEAN : 0;
 	if (g->kind != GROUP_LEGACY)
-		return g->cap || (g->kind == GROUP_GONE && !g->in_use) ? -EUCLEAN : 0;
+		return g->cap || (g->kind == GROUP_GONE && !g->in_use && !g->ended) ? -EUCLEAN : 0;
 	if ((uint64_t)g->count + g->in_use > g->cap)
 		return -EUCLEAN;
 	if (g->provided + g->returned < g->removed + g->selected ||

@@ -70,6 +70,14 @@ struct group {
 	 * bufsel knows; the tail as last read, to count what was provided. */
 	struct pool_ring ring;
 	uint16_t ring_head, ring_tail_seen;
+	/* GROUP_RING watched for statistics (pool_ring_watch): ring is the
+	 * program's view of the kernel's ring (entries NULL until it is
+	 * known), ring_head where the kernel's head must be by the CQEs seen. */
+	uint8_t watched;
+	/* GROUP_GONE after a ring's unregistration: that life's statistics,
+	 * kept for the report (1: bufsel's ring, 2: the kernel's, watched)
+	 * until the id starts another. */
+	uint8_t ended;
 };
 
 /* Is the id a buffer ring, the kernel's or bufsel's?  Both refuse
@@ -83,6 +91,13 @@ static inline int group_is_ring(const struct group *g)
 static inline int group_selects(const struct group *g)
 {
 	return g->kind == GROUP_LEGACY || g->kind == GROUP_RING_EMU;
+}
+
+/* The groups with statistics: those bufsel selects from and the kernel's
+ * rings it watches. */
+static inline int group_reported(const struct group *g)
+{
+	return group_selects(g) || (g->kind == GROUP_RING && g->watched) || (g->kind == GROUP_GONE && g->ended);
 }
 
 /* Starts a new life of kind k on the id: fresh counters, no policy, in_use

@@ -66,9 +66,9 @@ int policy_check(const struct group *g)
 	const struct pool_policy *pol = &g->policy;
 	if (!(pol->enobufs_rate >= 0 && pol->enobufs_rate <= 1))
 		return -EUCLEAN;
-	if (!group_selects(g) &&
-	    (pol->cap || pol->max_len || pol->enobufs_rate != 0 || pol->seed || pol->track_held ||
-	     g->rng))
+	if (!group_selects(g) && !g->ended &&
+	    (pol->cap || pol->max_len || pol->enobufs_rate != 0 || pol->seed ||
+	     (pol->track_held && !g->watched) || g->rng))
 		return -EUCLEAN;
 	return 0;
 }

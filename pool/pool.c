@@ -10,7 +10,8 @@
  * unregistration, or the undo of the provide that made it, it stays as
  * GROUP_GONE only while buffers selected from an earlier group of the id are
  * out, because their put-back or delivery still has to be accounted to the
- * id.
+ * id, or, after a ring bufsel kept or watched, with that ring's statistics
+ * (ended) until the id starts another life.
  */
 #include "pool/table.h"
 
@@ -269,7 +270,9 @@ uint32_t pool_available(const struct pool *p, uint16_t bgid)
 
 int pool_has_group(const struct pool *p, uint16_t bgid)
 {
-	return table_get(p, bgid) != NULL;
+	/* A ring's ended life kept for its statistics is no group. */
+	const struct group *g = table_get(p, bgid);
+	return g && !(g->ended && !g->in_use);
 }
 
 int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out)
@@ -293,7 +296,7 @@ void pool_putback(struct pool *p, const struct pool_buf *b)
 	}
 	group_putback(g, b);
 	p->outstanding--;
-	if (g->kind == GROUP_GONE && !g->in_use)
+	if (g->kind == GROUP_GONE && !g->in_use && !g->ended)
 		entry_free(p, g);
 }
 
@@ -306,7 +309,7 @@ static void consume(struct pool *p, const struct pool_buf *b, int64_t used)
 	}
 	group_consume(g, b->bid, used, &p->a);
 	p->outstanding--;
-	if (g->kind == GROUP_GONE && !g->in_use)
+	if (g->kind == GROUP_GONE && !g->in_use && !g->ended)
 		entry_free(p, g);
 }
 
@@ -380,11 +383,20 @@ void pool_ring_unregister(struct pool *p, uint16_t bgid)
 	struct group *g = table_get(p, bgid);
 	if (!g || !group_is_ring(g))
 		return;
-	g->ring = (struct pool_ring){ 0 };
-	if (g->in_use)
+	/* Its statistics stay, as a legacy group's do after REMOVE_BUFFERS:
+	 * a program that unregisters its rings before it exits still gets
+	 * them reported. */
+	uint8_t ended = g->kind == GROUP_RING_EMU ? 1 : g->watched ? 2 : 0;
+	g->ring = (struct pool_ring){ .nr = ended ? g->ring.nr : 0 };
+	g->watched = 0;
+	if (ended) {
+		g->kind = GROUP_GONE;
+		g->ended = ended;
+	} else if (g->in_use) {
 		group_begin(g, GROUP_GONE);
-	else
+	} else {
 		entry_free(p, g);
+	}
 }
 
 int pool_is_ring(const struct pool *p, uint16_t bgid)

@@ -341,7 +341,25 @@ void pool_ring_unregister(struct pool *p, uint16_t bgid);
 /* The kernel's ring: the id is not bufsel's. */
 int pool_is_ring(const struct pool *p, uint16_t bgid);
 
-/* Legacy groups only: 0 or -ENOENT. */
+/*
+ * The kernel's ring on the id, watched for statistics (pool/ring.c): ring
+ * as the program's memory shows it (entries NULL when the program has yet
+ * to map an IOU_PBUF_RING_MMAP ring: pool_ring_watch_mem then).  0 or
+ * -ENOENT (the id is not the kernel's ring).
+ */
+int pool_ring_watch(struct pool *p, uint16_t bgid, const struct pool_ring *ring);
+int pool_ring_watch_mem(struct pool *p, uint16_t bgid, struct pool_ring_entry *entries);
+/* A CQE of a request that selected from a watched kernel ring. */
+struct pool_seen {
+	int32_t res;
+	uint8_t buffer;		/* IORING_CQE_F_BUFFER, with bid */
+	uint8_t buf_more;	/* IORING_CQE_F_BUF_MORE: the entry stays at the head */
+	uint8_t bundle;		/* the request was a bundle: res may span entries */
+	uint16_t bid;
+};
+void pool_ring_observe(struct pool *p, uint16_t bgid, const struct pool_seen *s);
+
+/* Legacy groups, emulated rings and watched kernel rings: 0 or -ENOENT. */
 int pool_group_stats(const struct pool *p, uint16_t bgid, struct pool_group_stats *out);
 int pool_group_hist(const struct pool *p, uint16_t bgid, struct pool_group_hist *out);
 /* Calls fn for every legacy group in increasing bgid order; stops at, and

@@ -98,7 +98,7 @@ static void put_hist(struct sink *s, const uint64_t *h)
 	put_mem(s, "]", 1);
 }
 
-/* The first legacy group or emulated ring with an id >= from, or NULL. */
+/* The first group with statistics (group_reported) with an id >= from, or NULL. */
 static const struct group *next_legacy(const struct pool *p, uint32_t from)
 {
 	for (uint32_t d = from >> TABLE_SHIFT; d < TABLE_FAN; d++) {
@@ -107,7 +107,7 @@ static const struct group *next_legacy(const struct pool *p, uint32_t from)
 			continue;
 		uint32_t i = d == from >> TABLE_SHIFT ? from & (TABLE_FAN - 1) : 0;
 		for (; i < TABLE_FAN; i++)
-			if (c->g[i] && group_selects(c->g[i]))
+			if (c->g[i] && group_reported(c->g[i]))
 				return c->g[i];
 	}
 	return NULL;
@@ -176,10 +176,12 @@ static void json_group(struct sink *s, const struct group *g)
 	put_hist(s, g->used_hist);
 	put_s(s, "},\"in_use_hist\":");
 	put_hist(s, g->in_use_hist);
-	if (g->kind == GROUP_RING_EMU) {
+	if (g->kind == GROUP_RING_EMU || g->watched || g->ended) {
 		put_s(s, ",\"ring_entries\":");
 		put_u(s, g->ring.nr);
 	}
+	if (g->watched || g->ended == 2)
+		put_s(s, ",\"kernel_ring\":true");
 	put_mem(s, "}", 1);
 }
 

@@ -240,3 +240,94 @@ int ring_check(const struct group *g)
 		return -EUCLEAN;
 	return 0;
 }
+
+/*
+ * The kernel's rings, watched for statistics.  The kernel selects; bufsel
+ * sees each CQE of a request that selected from the ring and reads the
+ * ring's tail and entries, as the program wrote them.  A buffer a CQE
+ * delivers is held by the program until an entry with its bid is published
+ * again, as an emulated ring's is; the kernel's head is where the CQEs seen
+ * put it.  Only counters and histograms: nothing here changes what the
+ * kernel does.
+ */
+int pool_ring_watch(struct pool *p, uint16_t bgid, const struct pool_ring *ring)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_RING)
+		return -ENOENT;
+	g->ring = *ring;
+	g->watched = 1;
+	g->policy.track_held = 1;
+	g->ring_head = g->ring_tail_seen = 0;
+	return 0;
+}
+
+int pool_ring_watch_mem(struct pool *p, uint16_t bgid, struct pool_ring_entry *entries)
+{
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_RING || !g->watched)
+		return -ENOENT;
+	if (!g->ring.entries)
+		g->ring.entries = entries;
+	return 0;
+}
+
+/* Entries a bundle of res bytes took from the head (at least one). */
+static uint16_t bundle_entries(const struct group *g, int32_t res)
+{
+	uint16_t n = 0;
+	uint64_t got = 0;
+	uint16_t avail = (uint16_t)(g->ring_tail_seen - g->ring_head);
+	do {
+		got += __atomic_load_n(&entry_at(g, (uint16_t)(g->ring_head + n))->len, __ATOMIC_RELAXED);
+		n++;
+	} while (got < (uint64_t)(res > 0 ? res : 0) && n < avail && n < POOL_BUNDLE_MAX);
+	return n;
+}
+
+void pool_ring_observe(struct pool *p, uint16_t bgid, const struct pool_seen *s)
+{
+	int32_t res = s->res;
+	struct group *g = table_get(p, bgid);
+	if (!g || g->kind != GROUP_RING || !g->watched)
+		return;
+	if (g->ring.entries)
+		refresh(g);
+	if (!s->buffer) {
+		if (res == -ENOBUFS) {
+			g->enobufs++;
+			g->enobufs_empty++;
+		}
+		return;
+	}
+	uint16_t n = s->bundle && g->ring.entries ? bundle_entries(g, res) : 1;
+	uint32_t left = res > 0 ? (uint32_t)res : 0;
+	for (uint16_t i = 0; i < n; i++) {
+		uint16_t bid = s->bid;
+		uint32_t len = 0;
+		if (g->ring.entries) {
+			const struct pool_ring_entry *e = entry_at(g, g->ring_head);
+			len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+			if (i)
+				bid = __atomic_load_n(&e->bid, __ATOMIC_RELAXED);
+		}
+		if (len > g->buf_len)
+			g->buf_len = len;
+		struct pool_buf b;
+		group_took(g, 0, len, bid, &b);
+		uint32_t used = n == 1 || left < len ? left : len;
+		left -= used;
+		/* An incremental ring's entry the transfer did not use up stays
+		 * at the head: the program does not hold it. */
+		if (s->buf_more) {
+			g->in_use--;
+			g->consumed++;
+			g->used_count++;
+			g->used_bytes += used;
+			g->used_hist[pool_hist_bucket(used)]++;
+			continue;
+		}
+		g->ring_head++;
+		group_consume(g, bid, used, &p->a);
+	}
+}

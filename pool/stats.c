@@ -1,6 +1,6 @@
 /*
  * Reading a pool without changing it: one group's counters, a walk over every
- * legacy group and emulated ring in bgid order, and pool_check, the pool's invariants (table.h,
+ * legacy group, emulated ring and watched kernel ring in bgid order, and pool_check, the pool's invariants (table.h,
  * group.h) as code for tests and debug builds.  pool_check costs a pass over
  * every group and every buffer held.
  */
@@ -11,7 +11,7 @@
 int pool_group_stats(const struct pool *p, uint16_t bgid, struct pool_group_stats *out)
 {
 	const struct group *g = table_get(p, bgid);
-	if (!g || !group_selects(g))
+	if (!g || !group_reported(g))
 		return -ENOENT;
 	group_stats(g, out);
 	return 0;
@@ -20,7 +20,7 @@ int pool_group_stats(const struct pool *p, uint16_t bgid, struct pool_group_stat
 int pool_group_hist(const struct pool *p, uint16_t bgid, struct pool_group_hist *out)
 {
 	const struct group *g = table_get(p, bgid);
-	if (!g || !group_selects(g))
+	if (!g || !group_reported(g))
 		return -ENOENT;
 	group_hist(g, out);
 	return 0;
@@ -36,7 +36,7 @@ int pool_for_each_group(const struct pool *p,
 			continue;
 		for (uint32_t i = 0; i < TABLE_FAN; i++) {
 			const struct group *g = c->g[i];
-			if (!g || !group_selects(g))
+			if (!g || !group_reported(g))
 				continue;
 			struct pool_group_stats s;
 			group_stats(g, &s);

@@ -230,6 +230,36 @@ static long ring_status(struct ring *r, void *arg)
 	return copy_to_prog(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
+/*
+ * A ring the kernel keeps is watched when statistics are wanted: its
+ * requests' CQEs (rewrite.c, REQ_WATCH) and its memory as the program wrote
+ * it, read where it is, as an emulated ring in the program's memory is; an
+ * IOU_PBUF_RING_MMAP ring from the program's own mapping of it, once made.
+ */
+void bufring_watch(struct ring *r, const struct bufring_reg *reg)
+{
+	if (!bufsel.conf.stats[0])
+		return;
+	struct pool_ring ring = {
+		.entries = (reg->flags & BUFRING_MMAP) ? NULL : (struct pool_ring_entry *)(uintptr_t)reg->ring_addr,
+		.nr = reg->ring_entries, .flags = reg->flags, .mem_fd = -1,
+		.incremental = !!(reg->flags & BUFRING_INC), .min_left = reg->min_left,
+	};
+	spin_lock(&r->x->pool_lock);
+	pool_ring_watch(r->x->pool, reg->bgid, &ring);
+	spin_unlock(&r->x->pool_lock);
+}
+
+void bufring_watch_mmap(struct ring *r, uint64_t off, long addr)
+{
+	if (!bufsel.conf.stats[0] || sys_is_err(addr) || !r->x->pool)
+		return;
+	uint16_t bgid = (uint16_t)((off & ~BUFRING_OFF_MASK) >> BUFRING_OFF_SHIFT);
+	spin_lock(&r->x->pool_lock);
+	pool_ring_watch_mem(r->x->pool, bgid, (struct pool_ring_entry *)addr);
+	spin_unlock(&r->x->pool_lock);
+}
+
 long bufring_register(struct ring *r, unsigned opcode, const long a[6])
 {
 	void *arg = (void *)a[2];

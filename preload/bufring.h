@@ -8,7 +8,10 @@
 #ifndef BUFSEL_PRELOAD_BUFRING_H
 #define BUFSEL_PRELOAD_BUFRING_H
 
+#include <stdint.h>
+
 struct ring;
+struct bufring_reg;
 
 /* The register opcodes bufsel may answer for buffer rings: 1 or 0. */
 int bufring_opcode(unsigned opcode);
@@ -16,6 +19,11 @@ int bufring_opcode(unsigned opcode);
  * emulate, or auto on a kernel without rings): bundles, which bufsel runs
  * on its groups of either kind, are then the program's on any kernel. */
 int bufring_keeps_all(void);
+/* The kernel's ring just registered (reg as the program passed it), and
+ * the program's mmap of one at off (addr: what mmap returned), watched for
+ * statistics when they are wanted. */
+void bufring_watch(struct ring *r, const struct bufring_reg *reg);
+void bufring_watch_mmap(struct ring *r, uint64_t off, long addr);
 /* io_uring_register for one of them on a shadowed ring: the result, or
  * -ENOSYS when the kernel answers (its ring, or rings left to it). */
 long bufring_register(struct ring *r, unsigned opcode, const long a[6]);

@@ -795,6 +795,21 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 	}
 	case REQ_SKIP:
 		return complete_skip(r, q, cqe);
+	case REQ_WATCH: {
+		struct pool_seen seen = {
+			.res = cqe->res, .buffer = !!(cqe->flags & IORING_CQE_F_BUFFER),
+			.buf_more = !!(cqe->flags & IORING_CQE_F_BUF_MORE),
+			.bundle = !!(q->flags & REQ_WATCH_BUNDLE),
+			.bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT),
+		};
+		spin_lock(&r->x->pool_lock);
+		pool_ring_observe(r->x->pool, q->buf.bgid, &seen);
+		spin_unlock(&r->x->pool_lock);
+		cqe->user_data = q->user_data;
+		if (!(cqe->flags & IORING_CQE_F_MORE))
+			req_free(&r->reqs, q);
+		return 1;
+	}
 	case REQ_READ_SEL:
 		return complete_read_sel(r, q, cqe);
 	case REQ_RECV_SEL:

@@ -49,7 +49,7 @@ static void learn_ring_fds(unsigned opcode, const void *arg, unsigned nr, long r
  */
 static long register_pbuf_ring(struct ring *r, const long a[6])
 {
-	struct io_uring_buf_reg reg;
+	struct bufring_reg reg;
 	if (ring_pool(r))
 		return -ENOMEM;
 	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
@@ -61,6 +61,8 @@ static long register_pbuf_ring(struct ring *r, const long a[6])
 	if (ret) {
 		struct io_uring_buf_reg undo = { .bgid = reg.bgid };
 		sys_call6(__NR_io_uring_register, ring_fd(r), IORING_UNREGISTER_PBUF_RING, (long)&undo, 1, 0, 0);
+	} else {
+		bufring_watch(r, &reg);
 	}
 	return ret;
 }

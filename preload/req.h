@@ -58,6 +58,8 @@ enum req_kind {
 				 * bufsel counts (the kernel's timer goes with off 0) */
 	REQ_SKIP,		/* an SQE with IOSQE_CQE_SKIP_SUCCESS on a kernel that
 				 * lacks it: bufsel drops its CQE if it succeeded */
+	REQ_WATCH,		/* a request on a ring the kernel keeps, watched for
+				 * statistics (buf.bgid: its group) */
 };
 
 enum req_flags {
@@ -83,6 +85,7 @@ enum req_flags {
 					 * (REQ_F_SKIP_LINK_CQES) */
 	REQ_IN_CHAIN = 1 << 16,		/* SKIP: an earlier SQE links to it, so its
 					 * -ECANCELED is the chain's, not its own failure */
+	REQ_WATCH_BUNDLE = 1 << 17,	/* WATCH: a bundle, whose CQE may span entries */
 	REQ_COMMITTED = 1 << 14,	/* an incremental ring's entry committed at selection
 					 * (io_should_commit): its CQE takes cflags, the pool
 					 * has nothing more to do */

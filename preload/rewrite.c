@@ -2053,6 +2053,30 @@ static void rewrite_deferred(struct ring *r, struct io_uring_sqe *sqe, struct re
 		select_by_opcode(r, sqe, def, u);
 }
 
+/*
+ * A request that selects from a ring the kernel keeps goes to the kernel as
+ * it is; when statistics are wanted, under a tag (REQ_WATCH), so that its
+ * CQEs count for the ring (pool_ring_observe).  Not one with
+ * IOSQE_CQE_SKIP_SUCCESS, whose successes never come back to be counted.
+ */
+static void watch_kernel_ring(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
+{
+	if (!bufsel.conf.stats[0] || (sqe->flags & IOSQE_CQE_SKIP_SUCCESS))
+		return;
+	struct req *q = req_alloc(&r->reqs);
+	if (!q)
+		return;
+	q->kind = REQ_WATCH;
+	q->user_data = sqe->user_data;
+	q->buf = (struct pool_buf){ .bgid = sqe->buf_group };
+	if ((sqe->ioprio & IORING_RECVSEND_BUNDLE) &&
+	    (sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_SEND))
+		q->flags |= REQ_WATCH_BUNDLE;
+	sqe->user_data = req_tag(&r->reqs, q);
+	u->kind = UNDO_REQ;
+	u->req = q;
+}
+
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain)
 {
 	const struct opdef *def = opdef_get(sqe->opcode);
@@ -2090,8 +2114,12 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		return NULL;
 	}
 	if (select) {
-		if (group_kind(r, sqe) == POOL_KERNEL_RING || init_check(r, sqe))
-			return NULL;	/* the kernel's group, or the kernel's error */
+		if (group_kind(r, sqe) == POOL_KERNEL_RING) {
+			watch_kernel_ring(r, sqe, u);
+			return NULL;	/* the kernel's group */
+		}
+		if (init_check(r, sqe))
+			return NULL;	/* the kernel's error */
 		int res = select_prep_check(r, sqe, def);
 		if (res) {
 			standin(r, sqe, res, FAIL_AT_PREP, u);

@@ -610,8 +610,10 @@ long emu_mmap(const long a[6])
 		return sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (off >= IORING_OFF_PBUF_RING) {
 		ret = bufring_mmap(r, a);
-		if (ret == -ENOSYS)	/* the kernel's buffer ring */
+		if (ret == -ENOSYS) {	/* the kernel's buffer ring */
 			ret = sys_call6(SYS_mmap, a[0], a[1], a[2], a[3], a[4], a[5]);
+			bufring_watch_mmap(r, off, ret);
+		}
 	} else if (r->prog_mem) {
 		ret = -ENOMEM;	/* as 6.18 answers for a ring in the program's memory */
 	} else if (!(ret = shadow_map_offset(&r->sh.lay, off, len, &memoff))) {

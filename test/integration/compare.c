@@ -122,6 +122,7 @@
 	X(bs_groups, 15, true, false)          \
 	X(bs_idle, 30, true, false) /* 5.6 lacks ASYNC_CANCEL_ALL: 5.19 */ \
 	X(bs_echo, 30, true, true)             \
+	X(bs_ring_echo, 30, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_basic, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(bs_ring_bundle, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
@@ -516,6 +517,8 @@ RINGS_EMULATED_TEST(bs_ring_stream)
 KERNEL515_TEST(bs_ring_inc)	/* incremental rings (6.12) bufsel keeps */
 RINGS_EMULATED_TEST(pol_ring_cap)
 KERNEL515_TEST(pol_ring_cap)
+RINGS_EMULATED_TEST(bs_ring_echo)
+KERNEL515_TEST(bs_ring_echo)	/* 1,000 connections on a ring of bufsel's */
 /* Ring setup flags and the SQE flag the shadow gives where 5.15 lacks
  * them (compat_setup_shadowed, rewrite_skip). */
 KERNEL515_TEST(no_mmap)		/* NO_MMAP (6.5), SINGLE_ISSUER (6.0), DEFER_TASKRUN (6.1) */

@@ -1123,3 +1123,51 @@ Test(cap, on_a_buffer_ring, .timeout = 30)
 	harness_expect_exit(&run_b, 0, "bufsel report");
 	cr_assert(strstr(run_b.out, "ring 0 bgid 1: a buffer ring of 16 entries"), "%s", run_b.out);
 }
+
+/*
+ * The same program with no policy: the kernel keeps the ring (rings = auto
+ * on a kernel with rings), and bufsel watches it.  Its statistics come from
+ * the CQEs and the ring the program writes: twelve receives, each a buffer
+ * the program keeps (peak out 12), none refused; the group is marked as the
+ * kernel's, and bufsel report sizes it as a ring all the same.  The
+ * program's output is the native one: watching changes nothing.
+ */
+Test(stats, kernel_ring_watched, .timeout = 30)
+{
+	run_prog(&run_b, NATIVE, "pol_ring_cap", NULL);
+	harness_expect_exit(&run_b, 0, "pol_ring_cap natively");
+
+	char path[] = "/tmp/bufsel-policy-kring-XXXXXX";
+	static char var[64];
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0, "mkstemp: %s", strerror(errno));
+	close(fd);
+	snprintf(var, sizeof(var), "BUFSEL_STATS=%s", path);
+	run_prog(&run_a, PRELOAD, "pol_ring_cap", VARS(var, "BUFSEL_LOG=debug"));
+	size_t len;
+	const char *text = slurp(path, &len);
+	harness_expect_exit(&run_a, 0, "pol_ring_cap, stats");
+	expect_loaded(&run_a, "pol_ring_cap, stats");
+	cr_assert(!strstr(run_a.err, "emulated ("), "the ring was emulated, not the kernel's:\n%s", run_a.err);
+	cr_assert(run_a.out_len == run_b.out_len && !memcmp(run_a.out, run_b.out, run_b.out_len),
+		  "output differs from native:\n%s\nnative:\n%s", run_a.out, run_b.out);
+	int root = jparse(text, len);
+	int group = jindex(jmember(jindex(jmember(root, "rings"), 0), "groups"), 0);
+	cr_assert(group >= 0, "no group in the statistics:\n%s", text);
+	cr_assert(jint(jmember(group, "bgid"), "bgid") == 1, "%s", text);
+	expect_jtext(jmember(group, "kernel_ring"), 'l', "true", "kernel_ring");
+	cr_assert(jint(jmember(group, "ring_entries"), "ring_entries") == 16, "%s", text);
+	cr_assert(jint(jmember(group, "selected"), "selected") == 12, "%s", text);
+	cr_assert(jint(jmember(group, "peak_out"), "peak_out") == 12, "%s", text);
+	cr_assert(jint(jmember(group, "provided"), "provided") == 16, "%s", text);
+	cr_assert(jint(jpath(group, "enobufs.total"), "enobufs.total") == 0, "%s", text);
+
+	const char *argv[] = { launcher_path(), "report", path, NULL };
+	size_t k;
+	char **env = harness_env(0, &k);
+	env[k] = NULL;
+	harness_run(&run_b, (char **)argv, env, RUN_TIMEOUT);
+	unlink(path);
+	harness_expect_exit(&run_b, 0, "bufsel report");
+	cr_assert(strstr(run_b.out, "ring 0 bgid 1: a buffer ring of 16 entries"), "%s", run_b.out);
+}

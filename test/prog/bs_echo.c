@@ -15,10 +15,16 @@
  * and waits for the server's close. The server prints only totals, which are
  * fixed by the workload: how the bytes were cut into receives, which buffer
  * served which, and how often the group ran dry depend on timing.
+ *
+ * Built with ECHO_RING (bs_ring_echo.c), the same server keeps its buffers
+ * in a buffer ring of 256 entries instead: a buffer goes back by a write to
+ * the ring and a move of its tail, and a receive that met -ENOBUFS is
+ * issued again at once.
  */
 #include "test/prog/bs_bufs.h"
 
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -165,6 +171,10 @@ static struct sconn *sc; /* by fd */
 static int *waitlist, nwait;
 static unsigned long inflight;
 
+#ifdef ECHO_RING
+static struct io_uring_buf_ring *br;
+#endif
+
 static unsigned long long ud(int type, int fd)
 {
 	return (unsigned long long)type << 56 | (unsigned)fd;
@@ -200,8 +210,19 @@ static void arm_send(int fd)
 	sqe->user_data = ud(SEND, fd);
 }
 
+static void arm_recv(int fd);
+
 static void arm_provide(unsigned bid)
 {
+#ifdef ECHO_RING
+	io_uring_buf_ring_add(br, bufs + (size_t)bid * BUFLEN, BUFLEN, (unsigned short)bid,
+			      io_uring_buf_ring_mask(NBUFS), 0);
+	io_uring_buf_ring_advance(br, 1);
+	/* One buffer back: one waiting receive may have it. */
+	if (nwait > 0)
+		arm_recv(waitlist[--nwait]);
+	return;
+#endif
 	struct io_uring_sqe *sqe = sqe_any();
 	io_uring_prep_provide_buffers(sqe, bufs + (size_t)bid * BUFLEN, BUFLEN, 1, BGID, (int)bid);
 	sqe->user_data = ud(PROVIDE, 0);
@@ -253,9 +274,24 @@ int main(void)
 	waitlist = malloc(NCONN * sizeof(int));
 	if (!bufs || !sc || !waitlist)
 		die("out of memory");
+#ifdef ECHO_RING
+	br = mmap(NULL, NBUFS * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		  -1, 0);
+	if (br == MAP_FAILED)
+		die("mmap: %s", strerror(errno));
+	io_uring_buf_ring_init(br);
+	struct io_uring_buf_reg reg = { .ring_addr = (unsigned long)br, .ring_entries = NBUFS, .bgid = BGID };
+	if ((ret = io_uring_register_buf_ring(&ring, &reg, 0)) < 0)
+		die("register_buf_ring: %s", strerror(-ret));
+	for (unsigned i = 0; i < NBUFS; i++)
+		io_uring_buf_ring_add(br, bufs + (size_t)i * BUFLEN, BUFLEN, (unsigned short)i,
+				      io_uring_buf_ring_mask(NBUFS), (int)i);
+	io_uring_buf_ring_advance(br, NBUFS);
+#else
 	struct io_uring_sqe *sqe = sqe_any();
 	io_uring_prep_provide_buffers(sqe, bufs, BUFLEN, NBUFS, BGID, 0);
 	sqe->user_data = ud(PROVIDE, 0);
+#endif
 	arm_accept(ls);
 
 	unsigned long accepted = 0, closed = 0, bytes = 0, recvs = 0, nobufs = 0;
@@ -340,10 +376,14 @@ int main(void)
 	note("messages %lu", t.messages);
 	note("bytes echoed %lu, checked by the client %lu", bytes, t.bytes);
 	note("all bytes intact: %s", yesno(t.bad == 0 && bytes == t.bytes));
+#ifdef ECHO_RING
+	note("ring unregistered: %d", io_uring_unregister_buf_ring(&ring, BGID));
+#else
 	note("buffers back in the group");
 	struct io_uring_sqe *rm = get_sqe(&ring);
 	io_uring_prep_remove_buffers(rm, 65536, BGID);
 	run_one(&ring, rm, 1, NULL);
+#endif
 	close(ls);
 	io_uring_queue_exit(&ring);
 	free(bufs);

@@ -155,8 +155,13 @@ Test(ring, unregister_with_buffers_out)
 	cr_assert_eq(pool_select(P, 1, &b), -ENOBUFS);
 	cr_assert_eq(pool_check(P), 0);
 	pool_putback(P, &b);
-	cr_assert_eq(pool_has_group(P, 1), 0);
 	cr_assert_eq(pool_strays(P), 0);
+	/* The ring's life keeps its statistics for the report. */
+	struct pool_group_stats st;
+	cr_assert_eq(pool_group_stats(P, 1, &st), 0);
+	cr_assert_eq(st.selected, 1);
+	cr_assert_eq(st.in_use, 0);
+	cr_assert_eq(pool_kind(P, 1), POOL_NONE);
 }
 
 static int cap_two(uint16_t bgid, struct pool_policy *out, void *arg)
@@ -314,4 +319,53 @@ Test(ring, an_incremental_entry_is_used_up_in_parts)
 	cr_assert_eq(st.consumed, 5);
 	cr_assert_eq(st.provided, 3 + 3);	/* the fourth add is not looked at yet */
 	cr_assert_eq(st.used_bytes, 10 + 0 + 40 + 64 + 20);
+}
+
+/* The kernel's ring, watched: the CQEs count, a buffer is held until its
+ * bid is published again, -ENOBUFS counts as the group being empty, an
+ * incremental entry left at the head is not held, and the pool answers
+ * nothing for the ring (selection stays the kernel's). */
+Test(ring, a_watched_kernel_ring_counts_its_cqes)
+{
+	cr_assert_eq(pool_ring_register(P, 3), 0);
+	struct pool_ring r = { .entries = E, .nr = 4 };
+	cr_assert_eq(pool_ring_watch(P, 3, &r), 0);
+	cr_assert_eq(pool_ring_watch(P, 4, &r), -ENOENT);
+	for (uint16_t b = 0; b < 4; b++)
+		add(4, b);
+	struct pool_seen s = { .res = 10, .buffer = 1, .bid = 0 };
+	pool_ring_observe(P, 3, &s);
+	s.bid = 1;
+	s.res = 64;
+	pool_ring_observe(P, 3, &s);
+	struct pool_group_stats st;
+	cr_assert_eq(pool_group_stats(P, 3, &st), 0);
+	cr_assert_eq(st.selected, 2);
+	cr_assert_eq(st.held, 2);
+	cr_assert_eq(st.peak_out, 2);
+	cr_assert_eq(st.provided, 4);
+	cr_assert_eq(st.used_bytes, 74);
+	cr_assert_eq(st.available, 2);
+	add(4, 0);	/* bid 0 given back */
+	struct pool_seen none = { .res = -ENOBUFS };
+	pool_ring_observe(P, 3, &none);
+	cr_assert_eq(pool_group_stats(P, 3, &st), 0);
+	cr_assert_eq(st.held, 1);
+	cr_assert_eq(st.provided, 5);
+	cr_assert_eq(st.enobufs, 1);
+	cr_assert_eq(st.enobufs_empty, 1);
+	struct pool_seen more = { .res = 8, .buffer = 1, .buf_more = 1, .bid = 2 };
+	pool_ring_observe(P, 3, &more);
+	cr_assert_eq(pool_group_stats(P, 3, &st), 0);
+	cr_assert_eq(st.selected, 3);
+	cr_assert_eq(st.held, 1);
+	struct pool_buf b;
+	cr_assert_eq(pool_select(P, 3, &b), -ENOBUFS);
+	cr_assert_eq(pool_kind(P, 3), POOL_KERNEL_RING);
+	pool_ring_unregister(P, 3);
+	cr_assert_eq(pool_group_stats(P, 3, &st), 0);
+	cr_assert_eq(st.selected, 3);
+	cr_assert_eq(pool_kind(P, 3), POOL_NONE);
+	cr_assert_eq(pool_ring_register(P, 3), 0);	/* a new life, fresh counters */
+	cr_assert_eq(pool_group_stats(P, 3, &st), -ENOENT);
 }
