@@ -44,7 +44,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap mshot_overflow so
 	bs_provide bs_read bs_recv bs_multishot bs_link bs_cancel bs_groups bs_idle bs_echo bs_eof_wave
 	stress_overflow fault_sqe fault_alloc fault_close patch_race resize_rings no_sqarray no_mmap skip_success msg_ring
 	pol_cap pol_maxlen pol_inject pol_stats no_uring compat_kernel inline_close sec_probe
-	bs_ring_basic bs_ring_multishot bs_ring_bundle bs_ring_inc bs_ring_stream pol_ring_cap
+	bs_ring_basic bs_ring_multishot bs_ring_bundle bs_ring_inc bs_ring_stream pol_ring_cap bs_ring_echo
 	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early
 	bs_send_nogroup bs_recv_addr2 compat_fields close_mapped bs_submit_order fork_shared_ring fork_shared_pool
 	closed_fd_wait cq_unattended sqpoll_wakeup"
