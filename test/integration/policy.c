@@ -1080,6 +1080,19 @@ Test(config, bad_file_line_through_the_launcher, .timeout = 30)
 
 /* ---- a cap on a buffer ring ------------------------------------------------ */
 
+/* bufsel report on a statistics file (removed after) prints want. */
+static void report_says(const char *path, const char *want)
+{
+	const char *argv[] = { launcher_path(), "report", path, NULL };
+	size_t k;
+	char **env = harness_env(0, &k);
+	env[k] = NULL;
+	harness_run(&run_b, (char **)argv, env, RUN_TIMEOUT);
+	unlink(path);
+	harness_expect_exit(&run_b, 0, "bufsel report");
+	cr_assert(strstr(run_b.out, want), "bufsel report does not say \"%s\":\n%s", want, run_b.out);
+}
+
 /*
  * A cap names group 1, which is a buffer ring: with rings = auto bufsel keeps
  * that ring itself (the kernel has rings of its own) so that the cap can
@@ -1114,14 +1127,7 @@ Test(cap, on_a_buffer_ring, .timeout = 30)
 	cr_assert(jint(jpath(group, "enobufs.capped"), "enobufs.capped") == 4, "%s", text);
 	cr_assert(jint(jmember(group, "selected"), "selected") == 8, "%s", text);
 
-	const char *argv[] = { launcher_path(), "report", path, NULL };
-	size_t k;
-	char **env = harness_env(0, &k);
-	env[k] = NULL;
-	harness_run(&run_b, (char **)argv, env, RUN_TIMEOUT);
-	unlink(path);
-	harness_expect_exit(&run_b, 0, "bufsel report");
-	cr_assert(strstr(run_b.out, "ring 0 bgid 1: a buffer ring of 16 entries"), "%s", run_b.out);
+	report_says(path, "ring 0 bgid 1: a buffer ring of 16 entries");
 }
 
 /*
@@ -1162,12 +1168,5 @@ Test(stats, kernel_ring_watched, .timeout = 30)
 	cr_assert(jint(jmember(group, "provided"), "provided") == 16, "%s", text);
 	cr_assert(jint(jpath(group, "enobufs.total"), "enobufs.total") == 0, "%s", text);
 
-	const char *argv[] = { launcher_path(), "report", path, NULL };
-	size_t k;
-	char **env = harness_env(0, &k);
-	env[k] = NULL;
-	harness_run(&run_b, (char **)argv, env, RUN_TIMEOUT);
-	unlink(path);
-	harness_expect_exit(&run_b, 0, "bufsel report");
-	cr_assert(strstr(run_b.out, "ring 0 bgid 1: a buffer ring of 16 entries"), "%s", run_b.out);
+	report_says(path, "ring 0 bgid 1: a buffer ring of 16 entries");
 }
