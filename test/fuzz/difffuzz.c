@@ -3,14 +3,19 @@
  * against transcript (docs/reliability.md, "Differential fuzzing").
  *
  *   difffuzz [--seed S] [--sequences N] [--seconds T] [--batch B] [--jobs J]
- *            [--build DIR] [--ops M] [--kernel56-every K] [--native-twice-every D]
- *            [--known NAME]...
+ *            [--build DIR] [--ops M] [--kernel56-every K] [--rings-every G]
+ *            [--native-twice-every D] [--known NAME]...
  *
  * Seeds S.. in batches of B per process (one process start per batch, not
  * per sequence); up to J processes at once (default: the number of CPUs),
  * so the native and the bufsel arm of a batch run side by side.  Every K-th
  * batch (default 4) runs with --compat 5.6 in both arms and
- * BUFSEL_KERNEL=5.6 in the bufsel arm.  The first batch and every D-th after
+ * BUFSEL_KERNEL=5.6 in the bufsel arm.  Every G-th batch (default 0: none,
+ * while bufsel's ring emulation still differs; make fuzz-rings) runs
+ * with --rings in both arms (some groups are buffer rings): natively the
+ * kernel keeps the rings, under bufsel BUFSEL_RINGS=emulate makes every
+ * ring bufsel's.  A batch that is both has both (a program written for 5.6
+ * that uses the rings bufsel gives it).  The first batch and every D-th after
  * it (default 8) also run a second time natively: the two native transcripts
  * must be identical, or the generator is not deterministic and nothing it
  * says about bufsel can be trusted.
@@ -86,19 +91,19 @@ struct job {
 
 struct batch {
 	unsigned long long first, count;
-	bool compat56, twice;
+	bool compat56, rings, twice;
 	struct job *job[NARMS];
 };
 
 /* Totals from the native transcripts. */
 struct totals {
-	unsigned long long seqs, seqs56, ops, cqes, bufs, batches, twice;
+	unsigned long long seqs, seqs56, seqs_rings, ops, cqes, bufs, batches, twice;
 };
 
 static struct {
 	unsigned long long seed, sequences;
 	double seconds;
-	unsigned batch, jobs, ops, kernel56_every, twice_every, timeout, reruns;
+	unsigned batch, jobs, ops, kernel56_every, rings_every, twice_every, timeout, reruns;
 	char build[PATH_MAX], seqfuzz[PATH_MAX + 32], lib[PATH_MAX + 32];
 	const char *known[8];
 	unsigned nknown;
@@ -109,7 +114,7 @@ static struct {
 	double t0;
 	struct totals tot;
 } opt = {
-	.seed = 1, .sequences = 10000, .batch = 1000, .ops = 40, .kernel56_every = 4,
+	.seed = 1, .sequences = 10000, .batch = 1000, .ops = 40, .kernel56_every = 4, .rings_every = 0,
 	.twice_every = 8, .timeout = 900, .reruns = 8, .generator = "seqfuzz",
 };
 
@@ -173,6 +178,8 @@ static void arm_argv(const struct batch *b, enum arm arm, unsigned long long fir
 		argv[k++] = "--compat";
 		argv[k++] = "5.6";
 	}
+	if (b->rings)
+		argv[k++] = "--rings";
 	for (unsigned i = 0; i < opt.nknown; i++) {
 		argv[k++] = "--known";
 		argv[k++] = (char *)opt.known[i];
@@ -185,7 +192,7 @@ static void arm_argv(const struct batch *b, enum arm arm, unsigned long long fir
 static char **arm_env(const struct batch *b, enum arm arm)
 {
 	static char preload[3 * PATH_MAX];
-	const char *extra[4];
+	const char *extra[5];
 	size_t n = 0;
 	extra[n++] = "BUFSEL_CONF=";
 	if (arm == BUFSEL) {
@@ -195,6 +202,8 @@ static char **arm_env(const struct batch *b, enum arm arm)
 		extra[n++] = "BUFSEL_LOG=info";
 		if (b->compat56)
 			extra[n++] = "BUFSEL_KERNEL=5.6";
+		if (b->rings)
+			extra[n++] = "BUFSEL_RINGS=emulate";
 	}
 	return make_env(extra, n);
 }
@@ -379,8 +388,8 @@ static void replay_commands(const struct batch *b, unsigned long long seed)
 	printf("replay natively:\n  BUFSEL_CONF=");
 	for (int i = 0; argv[i]; i++)
 		printf(" %s", argv[i]);
-	printf("\nreplay under bufsel:\n  BUFSEL_CONF= %sLD_PRELOAD=%s%s%s", b->compat56 ? "BUFSEL_KERNEL=5.6 " : "",
-	       opt.asan ? opt.asan : "", opt.asan ? ":" : "", opt.lib);
+	printf("\nreplay under bufsel:\n  BUFSEL_CONF= %s%sLD_PRELOAD=%s%s%s", b->compat56 ? "BUFSEL_KERNEL=5.6 " : "",
+	       b->rings ? "BUFSEL_RINGS=emulate " : "", opt.asan ? opt.asan : "", opt.asan ? ":" : "", opt.lib);
 	for (int i = 0; argv[i]; i++)
 		printf(" %s", argv[i]);
 	printf("\n");
@@ -475,7 +484,7 @@ static unsigned native_gives(const struct batch *b, unsigned long long seed, con
  */
 struct loaded_check {
 	unsigned long long seed;
-	bool compat56;
+	bool compat56, rings;
 	char *shim;
 	size_t ns;
 };
@@ -489,7 +498,7 @@ static void loaded_later(const struct batch *b, unsigned long long seed, const c
 	char *copy = strndup(shim, ns);
 	if (!copy)
 		return;
-	loaded_check[nloaded_check++] = (struct loaded_check){ seed, b->compat56, copy, ns };
+	loaded_check[nloaded_check++] = (struct loaded_check){ seed, b->compat56, b->rings, copy, ns };
 }
 
 /* Busy processes, one more than the machine has CPUs. */
@@ -533,7 +542,7 @@ static void run_loaded_checks(void)
 	load_start();
 	for (unsigned k = 0; k < nloaded_check; k++) {
 		const struct loaded_check *c = &loaded_check[k];
-		struct batch b = { .compat56 = c->compat56 };
+		struct batch b = { .compat56 = c->compat56, .rings = c->rings };
 		for (unsigned i = 1; i <= opt.reruns; i++) {
 			char *out, *err;
 			run_sync(&b, NATIVE, c->seed, &out, &err);
@@ -615,9 +624,10 @@ static int compare(const struct batch *b, const struct job *x, const struct job 
 			pb = sb + nb;
 			continue;
 		}
-		printf("\n%s: seed %llu: the %s and the %s transcripts differ at line %u of the sequence%s\n",
+		printf("\n%s: seed %llu: the %s and the %s transcripts differ at line %u of the sequence%s%s\n",
 		       determinism ? "NONDETERMINISTIC GENERATOR" : "DIVERGENCE", seed, arm_name[x->arm],
-		       arm_name[y->arm], line + 1, b->compat56 ? " (--compat 5.6, BUFSEL_KERNEL=5.6)" : "");
+		       arm_name[y->arm], line + 1, b->compat56 ? " (--compat 5.6, BUFSEL_KERNEL=5.6)" : "",
+		       b->rings ? " (--rings, BUFSEL_RINGS=emulate)" : "");
 		unsigned from = line > 4 ? line - 4 : 0;
 		printf("--- %s\n+++ %s\n", arm_name[x->arm], arm_name[y->arm]);
 		print_lines("  ", sa ? sa : "", sa ? na : 0, from, line - from);
@@ -737,6 +747,7 @@ static void add_totals(const struct batch *b, const char *out)
 	}
 	opt.tot.seqs += b->count;
 	opt.tot.seqs56 += b->compat56 ? b->count : 0;
+	opt.tot.seqs_rings += b->rings ? b->count : 0;
 	opt.tot.batches++;
 	opt.tot.twice += b->twice;
 }
@@ -790,9 +801,9 @@ done:
 static void summary(void)
 {
 	double t = now_s() - opt.t0;
-	printf("difffuzz: %llu sequences (%llu with --compat 5.6 and BUFSEL_KERNEL=5.6) in %llu batches, "
-	       "seeds %llu..%llu\n", opt.tot.seqs, opt.tot.seqs56, opt.tot.batches, opt.seed,
-	       opt.seed + (opt.tot.seqs ? opt.tot.seqs - 1 : 0));
+	printf("difffuzz: %llu sequences (%llu with --compat 5.6 and BUFSEL_KERNEL=5.6, %llu with --rings and "
+	       "BUFSEL_RINGS=emulate) in %llu batches, seeds %llu..%llu\n", opt.tot.seqs, opt.tot.seqs56,
+	       opt.tot.seqs_rings, opt.tot.batches, opt.seed, opt.seed + (opt.tot.seqs ? opt.tot.seqs - 1 : 0));
 	printf("difffuzz: %llu SQEs, %llu CQEs, %llu selected buffers compared; %llu batches run twice natively "
 	       "(%llu nondeterministic sequences); %llu divergences, %llu crashes, %llu hangs; %llu more differed from "
 	       "the batch's native run as another native run of the seed did (up to %u re-runs; %llu of them only "
@@ -807,13 +818,14 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: difffuzz [--seed S] [--sequences N] [--seconds T] [--batch B] [--jobs J]\n"
-		"                [--build DIR] [--ops M] [--kernel56-every K] [--native-twice-every D]\n"
-		"                [--known NAME]... [--generator seqfuzz|sqefuzz] [--keep-going]\n"
-		"                [--timeout SECONDS] [--native-reruns R]\n"
+		"                [--build DIR] [--ops M] [--kernel56-every K] [--rings-every G]\n"
+		"                [--native-twice-every D] [--known NAME]... [--generator seqfuzz|sqefuzz]\n"
+		"                [--keep-going] [--timeout SECONDS] [--native-reruns R]\n"
 		"  seeds S.. (default 1), N sequences (default 10000) or until T seconds have\n"
 		"  passed (whichever comes first; T 0: no limit), B per process (default 1000),\n"
 		"  J processes at once (default: CPUs); DIR holds libbufsel.so and\n"
-		"  test/fuzz/seqfuzz (default $BUFSEL_BUILD, else build)\n");
+		"  test/fuzz/seqfuzz (default $BUFSEL_BUILD, else build); every K-th batch\n"
+		"  (default 4) with --compat 5.6, every G-th (default 3) with --rings (0: none)\n");
 }
 
 static unsigned long long number(const char *o, const char *v, unsigned long long min, unsigned long long max)
@@ -836,7 +848,7 @@ int main(int argc, char **argv)
 		{ "native-twice-every", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
 		{ "known", required_argument, NULL, 'K' }, { "generator", required_argument, NULL, 'g' },
 		{ "keep-going", no_argument, NULL, 'G' }, { "timeout", required_argument, NULL, 'T' },
-		{ "native-reruns", required_argument, NULL, 'R' },
+		{ "native-reruns", required_argument, NULL, 'R' }, { "rings-every", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *build = getenv("BUFSEL_BUILD") && *getenv("BUFSEL_BUILD") ? getenv("BUFSEL_BUILD") : "build";
@@ -852,6 +864,7 @@ int main(int argc, char **argv)
 		case 'B': build = optarg; break;
 		case 'o': opt.ops = (unsigned)number("--ops", optarg, 2, 511); break;
 		case 'k': opt.kernel56_every = (unsigned)number("--kernel56-every", optarg, 0, 1u << 30); break;
+		case 'r': opt.rings_every = (unsigned)number("--rings-every", optarg, 0, 1u << 30); break;
 		case 'd': opt.twice_every = (unsigned)number("--native-twice-every", optarg, 0, 1u << 30); break;
 		case 'R': opt.reruns = (unsigned)number("--native-reruns", optarg, 0, 1000); break;
 		case 'K':
@@ -883,7 +896,7 @@ int main(int argc, char **argv)
 	if (access(opt.seqfuzz, X_OK) || access(opt.lib, R_OK))
 		die(2, "%s or %s is missing: build them first (make fuzz-quick does)", opt.seqfuzz, opt.lib);
 	if (strcmp(opt.generator, "seqfuzz"))
-		opt.kernel56_every = 0;	/* sqefuzz has no --compat */
+		opt.kernel56_every = opt.rings_every = 0;	/* sqefuzz has no --compat, no --rings */
 	opt.asan = asan_runtime_path();
 	opt.t0 = now_s();
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -907,6 +920,8 @@ int main(int argc, char **argv)
 				b->count = opt.sequences - next * opt.batch < opt.batch ? opt.sequences - next * opt.batch
 											: opt.batch;
 				b->compat56 = opt.kernel56_every && next % opt.kernel56_every == opt.kernel56_every - 1;
+				/* With the defaults (3 and 4) every 12th batch is both. */
+				b->rings = opt.rings_every && next % opt.rings_every == opt.rings_every - 1;
 				b->twice = next == 0 || (opt.twice_every && next % opt.twice_every == 0);
 			}
 			enum arm a = !b->job[NATIVE] ? NATIVE : !b->job[BUFSEL] ? BUFSEL : NATIVE2;

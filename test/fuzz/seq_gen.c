@@ -119,11 +119,6 @@ static int free_group_but(struct seq *s, const struct batch *b, unsigned avoid)
 	return -1;
 }
 
-static int free_group(struct seq *s, const struct batch *b)
-{
-	return free_group_but(s, b, 0);
-}
-
 /* May the op being built use group gi (see free_group_but)? */
 static bool group_usable(const struct batch *b, int gi)
 {
@@ -290,7 +285,9 @@ enum mem_kind { MEM_ARENA, MEM_NULL, MEM_NOACCESS, MEM_KERNEL, MEM_WRAP, MEM_STR
 static bool gen_provide(struct seq *s, struct op *o, struct io_uring_sqe *sqe, struct batch *b)
 {
 	uint64_t *r = &s->rng;
-	int gi = free_group(s, b);
+	/* A ring's id takes no PROVIDE_BUFFERS (-EINVAL at issue): now and then
+	 * all the same, the program's ring additions stand in for the rest. */
+	int gi = free_group_but(s, b, s->ring_mask && !rng_pct(r, 5) ? s->ring_mask : 0);
 	if (s->nprov == SEQ_MAX_PROV || gi < 0)
 		return false;
 	uint16_t bgid = s->group[gi];
@@ -443,8 +440,9 @@ static bool gen_reprovide(struct seq *s, struct op *o, struct io_uring_sqe *sqe,
 				break;
 			}
 	int gi = group_index(s, p->bgid);
-	if (!group_usable(b, gi) || rng_pct(&s->rng, 10))
-		gi = free_group(s, b);
+	unsigned avoid = s->ring_mask && !rng_pct(&s->rng, 5) ? s->ring_mask : 0;
+	if (!group_usable(b, gi) || (avoid & (1u << gi)) || rng_pct(&s->rng, 10))
+		gi = free_group_but(s, b, avoid);
 	if (gi < 0)
 		return false;
 	uint16_t bgid = s->group[gi];
@@ -470,7 +468,8 @@ static bool gen_reprovide(struct seq *s, struct op *o, struct io_uring_sqe *sqe,
 static bool gen_remove(struct seq *s, struct op *o, struct io_uring_sqe *sqe, struct batch *b)
 {
 	uint64_t *r = &s->rng;
-	int gi = free_group(s, b);
+	/* On a ring's id it is -EINVAL at issue: a quarter of the time. */
+	int gi = free_group_but(s, b, s->ring_mask && !rng_pct(r, 25) ? s->ring_mask : 0);
 	uint16_t bgid = gi < 0 || rng_pct(r, 12) ? s->unknown_group : s->group[gi];
 	int32_t count;
 	uint32_t pick = rng_below(r, 100);
@@ -885,6 +884,179 @@ void gen_step(struct seq *s)
 	reap_settle(s);
 }
 
+/* ---- ring additions (--rings) ---- */
+
+/* Buffers whose bytes were delivered and checked and that did not go back
+ * since: what the program may give back (the first 256 of each range). */
+static unsigned spent_count(const struct seq *s)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < s->nprov; k++)
+		for (uint32_t i = 0; i < s->prov[k].count && i < 256; i++)
+			n += s->prov[k].spent[i] == 1;
+	return n;
+}
+
+static struct prov *spent_pick(struct seq *s, unsigned want, uint32_t *idx)
+{
+	for (unsigned k = 0; k < s->nprov; k++)
+		for (uint32_t i = 0; i < s->prov[k].count && i < 256; i++)
+			if (s->prov[k].spent[i] == 1 && !want--) {
+				*idx = i;
+				return &s->prov[k];
+			}
+	return NULL;
+}
+
+static struct prov *new_ring_prov(struct seq *s, int g, uint32_t bid, uint32_t count, uint32_t len,
+				  char *base, uint8_t marker)
+{
+	struct prov *p = &s->prov[s->nprov++];
+	*p = (struct prov){ .op = -1, .add = s->nadds, .bgid = s->group[g], .off = bid, .count = count,
+			    .len = len, .base = base, .marker = marker, .origin = -1, .res = 0,
+			    .spent = calloc(count, 1) };
+	if (!p->spent) {
+		fprintf(stderr, "seqfuzz: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+/* Gives back up to room spent buffers, most with the bid they had. */
+static unsigned ring_give_back(struct seq *s, int g, uint32_t room, unsigned nspent)
+{
+	uint64_t *r = &s->rng;
+	struct seq_ring *rg = &s->rings[g];
+	unsigned max = room < nspent ? room : nspent;
+	unsigned k = 1 + rng_below(r, max < 8 ? max : 8);
+	out_line("ring-add r%u ring=%u back bids=", s->nadds, s->group[g]);
+	for (unsigned i = 0; i < k; i++, nspent--) {
+		uint32_t idx;
+		struct prov *p = spent_pick(s, rng_below(r, nspent), &idx);
+		char *addr = p->base + (size_t)idx * p->len;
+		uint8_t marker = (uint8_t)rng_next(r);
+		uint32_t bid = rng_pct(r, 85) ? p->off + idx : rng_below(r, 2048);
+		memset(addr, marker, p->len < SPAN_MAX ? p->len : SPAN_MAX);
+		p->spent[idx] = 2;
+		struct prov *q = new_ring_prov(s, g, bid, 1, p->len, addr, marker);
+		q->origin = (int)(p - s->prov);
+		q->origin_idx = idx;
+		io_uring_buf_ring_add(rg->br, addr, p->len, (unsigned short)bid,
+				      io_uring_buf_ring_mask(rg->entries), (int)i);
+		rg->slot[(rg->added + i) & (rg->entries - 1)].prov = (int)(q - s->prov);
+		rg->slot[(rg->added + i) & (rg->entries - 1)].idx = 0;
+		out_line("%s%u", i ? "," : "", bid);
+	}
+	out_line("\n");
+	return k;
+}
+
+/* Publishes fresh buffers: consecutive bids in one range of memory, as a
+ * PROVIDE would give them, or memory the kernel cannot write. */
+static unsigned ring_fresh(struct seq *s, int g, uint32_t room)
+{
+	uint64_t *r = &s->rng;
+	struct seq_ring *rg = &s->rings[g];
+	uint32_t k = rng_pct(r, 70) ? 1 + rng_below(r, room < 8 ? room : 8) : room;
+	uint32_t len, pick = rng_below(r, 100);
+	if (pick < 55)
+		len = 1 + rng_below(r, 32);
+	else if (pick < 82)
+		len = 33 + rng_below(r, 480);
+	else if (pick < 96)
+		len = 513 + rng_below(r, 3584);
+	else if (pick < 98)
+		len = 0;	/* the kernel takes it as it is: a transfer of nothing */
+	else
+		len = 0x7ffff000u + rng_below(r, 0x2000);	/* beyond MAX_RW_COUNT */
+	bool huge = len > SPAN_MAX;
+	if (huge)
+		k = 1;
+	if (!huge && (uint64_t)k * len > ARENA_PER_PROVIDE)
+		len = ARENA_PER_PROVIDE / k;
+	uint32_t first;
+	pick = rng_below(r, 100);
+	if (pick < 60)
+		first = rng_below(r, 16);
+	else if (pick < 80)
+		first = rng_below(r, 2048);
+	else if (pick < 90)
+		first = 65536 - k;	/* the last bid is 65535 */
+	else
+		first = rng_below(r, 65536 - k + 1);
+	size_t size = huge ? SPAN_MAX : (size_t)k * len;
+	pick = rng_below(r, 100);
+	enum mem_kind mk = pick < 94 ? MEM_ARENA : pick < 96 ? MEM_NULL : pick < 98 ? MEM_NOACCESS : MEM_KERNEL;
+	if (mk == MEM_ARENA && s->arena_used + size + 8 > fuzz_env.arena_len)
+		mk = MEM_NOACCESS;
+	/* Whatever a selected entry names, the kernel writes into it: NULL and
+	 * PROT_NONE ranges must hold nothing of the program's. */
+	if ((mk == MEM_NOACCESS && (huge || size > fuzz_env.noaccess_len)) ||
+	    (mk == MEM_NULL && (huge || size > 65536)))
+		mk = MEM_KERNEL;
+	uint8_t marker = (uint8_t)rng_next(r);
+	char *base = NULL;
+	uint64_t addr = 0;
+	switch (mk) {
+	case MEM_ARENA:
+		base = s->arena + s->arena_used + rng_below(r, 8);
+		s->arena_used += size + 8;
+		memset(base, marker, size);
+		addr = (uint64_t)(uintptr_t)base;
+		break;
+	case MEM_NOACCESS:
+		addr = (uint64_t)(uintptr_t)fuzz_env.noaccess;
+		break;
+	case MEM_KERNEL:
+		addr = 0xffff888000000000ull;
+		break;
+	default:
+		break;
+	}
+	struct prov *p = new_ring_prov(s, g, first, k, len, base, marker);
+	for (uint32_t i = 0; i < k; i++) {
+		io_uring_buf_ring_add(rg->br, (void *)(uintptr_t)(addr + (uint64_t)i * len), len,
+				      (unsigned short)(first + i), io_uring_buf_ring_mask(rg->entries), (int)i);
+		rg->slot[(rg->added + i) & (rg->entries - 1)].prov = (int)(p - s->prov);
+		rg->slot[(rg->added + i) & (rg->entries - 1)].idx = i;
+	}
+	out_line("ring-add r%u ring=%u bids=%u", s->nadds, s->group[g], first);
+	if (k > 1)
+		out_line("..%u", first + k - 1);
+	out_line(" len=%u%s\n", len,
+		 mk == MEM_ARENA ? "" : mk == MEM_NULL ? " null" : mk == MEM_NOACCESS ? " noaccess" : " kernel");
+	return k;
+}
+
+/*
+ * The program publishes entries on ring g, as many as it knows are free:
+ * the head moves one entry for every CQE that reports a buffer of the ring,
+ * but for two kinds the kernel leaves at the head (seq_reap.c counts them,
+ * ring_committed), so the program never overwrites an entry the kernel may
+ * still select.  It gives back buffers it holds, or fresh ones.
+ */
+static void ring_add(struct seq *s, int g)
+{
+	struct seq_ring *rg = &s->rings[g];
+	uint32_t room = rg->entries - (rg->added - rg->taken);
+	if (!room || s->nprov + 8 > SEQ_MAX_PROV)
+		return;
+	unsigned nspent = spent_count(s);
+	s->nadds++;
+	unsigned k = nspent && rng_pct(&s->rng, 60) ? ring_give_back(s, g, room, nspent) : ring_fresh(s, g, room);
+	io_uring_buf_ring_advance(rg->br, (int)k);
+	rg->added += k;
+}
+
+static int pick_ring(struct seq *s)
+{
+	unsigned n = (unsigned)__builtin_popcount(s->ring_mask), k = rng_below(&s->rng, n);
+	for (int g = 0; g < SEQ_GROUPS; g++)
+		if ((s->ring_mask & (1u << g)) && !k--)
+			return g;
+	return -1;
+}
+
 /* ---- the program's own writes, and ends of file ---- */
 
 static void do_write(struct seq *s, int e, uint32_t n)
@@ -953,13 +1125,30 @@ static void do_eof(struct seq *s, int e)
 	reap_settle(s);
 }
 
+/* The program's actions before a batch: writes, ring additions (--rings;
+ * the first step mostly starts by filling each ring), an end of file. */
 void gen_writes(struct seq *s)
 {
 	static const int writable[] = { E_PIPE0, E_PIPE1, E_STREAM, E_DGRAM };
 	uint64_t *r = &s->rng;
 	uint32_t pick = rng_below(r, 100);
 	unsigned nw = pick < 30 ? 0 : pick < 65 ? 1 : pick < 88 ? 2 : 3;
-	for (unsigned k = 0; k < nw; k++) {
+	unsigned nadd = 0;
+	if (s->ring_mask) {
+		if (s->step == 1)
+			for (int g = 0; g < SEQ_GROUPS; g++)
+				if ((s->ring_mask & (1u << g)) && rng_pct(r, 80))
+					ring_add(s, g);
+		nadd = rng_below(r, 3);
+	}
+	/* Additions go between the writes: a receive that waits selects when
+	 * its data comes, from what the ring holds then. */
+	for (unsigned k = 0, acts = nw + nadd; k < acts; k++) {
+		if (nadd && rng_below(r, acts - k) < nadd) {
+			ring_add(s, pick_ring(s));
+			nadd--;
+			continue;
+		}
 		int e = writable[rng_below(r, 4)];
 		struct endpoint *ep = &s->ep[e];
 		if (ep->eof)

@@ -111,8 +111,9 @@ static void consume(struct seq *s, struct op *o, unsigned dgram, uint32_t n)
 
 /* ---- finding the buffer ---- */
 
-/* Where buffer i of prov p lives, and its name: the PROVIDE that first gave
- * that memory and the index in it (a re-provide names its origin). */
+/* Where buffer i of prov p lives, and its name: the PROVIDE (or rN, the ring
+ * addition) that first gave that memory and the index in it (a re-provide
+ * or give-back names its origin). */
 static char *buf_addr(const struct prov *p, uint32_t i)
 {
 	return p->base + (size_t)i * p->len;
@@ -124,7 +125,10 @@ static void buf_name(const struct seq *s, const struct prov *p, uint32_t i, char
 		i = p->origin_idx;
 		p = &s->prov[p->origin];
 	}
-	snprintf(dst, len, "%u.%u", s->op[p->op].ud == 0 ? 0 : (unsigned)(s->op[p->op].ud & 0xffff), i);
+	if (p->op < 0)
+		snprintf(dst, len, "r%u.%u", p->add, i);
+	else
+		snprintf(dst, len, "%u.%u", s->op[p->op].ud == 0 ? 0 : (unsigned)(s->op[p->op].ud & 0xffff), i);
 }
 
 /* The bytes a buffer of a multishot RECVMSG holds: the kernel's header, room
@@ -158,8 +162,9 @@ static bool holds(const struct prov *p, uint32_t i, const uint8_t *exp, uint32_t
 		if (h.payloadlen != n || (long)at + n != (long)res)
 			return false;
 	}
-	/* The byte after the data is still the marker: nothing wrote further. */
-	return at + n >= fill || (uint8_t)m[at + n] == p->marker;
+	/* The byte after the data is still the marker: nothing wrote further
+	 * (unknown once an entry that stayed at its ring's head was written). */
+	return at + n >= fill || p->dirty || (uint8_t)m[at + n] == p->marker;
 }
 
 /* Finds the provided buffer of group o->bgid with this bid that holds the
@@ -196,17 +201,73 @@ static bool find_buffer(struct seq *s, struct op *o, unsigned bid, int res, stru
 	return false;
 }
 
-/* The line's tail for a CQE that carries a buffer with data. */
-static void check_buffer(struct seq *s, struct op *o, const struct io_uring_cqe *c)
+/* The ring entry at the head, as the program knows it (the bid says
+ * whether it does), or NULL. */
+static struct prov *ring_head(struct seq *s, const struct seq_ring *rg, unsigned bid)
+{
+	if (rg->added == rg->taken)
+		return NULL;
+	uint32_t h = rg->taken & (rg->entries - 1);
+	struct prov *p = &s->prov[rg->slot[h].prov];
+	return p->off + rg->slot[h].idx == bid ? p : NULL;
+}
+
+/*
+ * Did the kernel move the ring's head for this CQE?  Two CQEs report an
+ * entry that stays at the head, to be selected again:
+ *  - -ENOBUFS for an entry at address 0, from a file that polls: the
+ *    request looks at the address after selecting, and commits only what
+ *    it transferred;
+ *  - a read of the regular file (committed at selection) whose length, the
+ *    entry's or the request's, is 2^31 or more: io_kbuf_commit takes it as
+ *    a negative int and leaves the head alone.
+ */
+static bool ring_committed(struct seq *s, const struct seq_ring *rg, const struct op *o,
+			   const struct io_uring_cqe *c)
+{
+	if (o->ep < 0)
+		return true;
+	if (s->ep[o->ep].kind != EP_FILE)
+		return c->res != -ENOBUFS;
+	const struct prov *e = ring_head(s, rg, c->flags >> IORING_CQE_BUFFER_SHIFT);
+	uint32_t elen = e ? e->len : 0;
+	uint32_t len = o->want == 0 || o->want > elen ? elen : o->want;
+	return len < 0x80000000u;
+}
+
+/*
+ * The line's tail for a CQE that carries a buffer with data.  stays: the
+ * ring entry, still at its ring's head; the next selection from the ring
+ * gets the same memory, maybe before this CQE is reaped (a later read of
+ * the same batch): then its bytes are gone, and what is there is printed
+ * unchecked.
+ */
+static void check_buffer(struct seq *s, struct op *o, const struct io_uring_cqe *c, struct prov *stays)
 {
 	unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
 	struct found f;
 	s->nbuf++;
 	if (c->res <= 0 || o->ep < 0) {
-		/* Consumed without data: nothing to look at, nothing known spent. */
+		/* Consumed without data: nothing to look at, nothing known spent.
+		 * A receive into a ring entry of length 0 takes nothing of a
+		 * datagram but consumes it all the same (a legacy buffer is
+		 * never empty); a read of nothing leaves the socket alone. */
+		if (c->res == 0 && o->ep >= 0 && s->ep[o->ep].kind == EP_DGRAM && s->ep[o->ep].dn &&
+		    seq_ring_of(s, o->bgid) && o->kind != K_READ && o->kind != K_READV)
+			consume(s, o, 0, 0);
 		return;
 	}
-	if (!find_buffer(s, o, bid, c->res, &f)) {
+	if (stays)
+		stays->dirty = true;
+	bool found = find_buffer(s, o, bid, c->res, &f);
+	if (!found && stays && stays->base) {
+		uint32_t fill = stays->len < SPAN_MAX ? stays->len : SPAN_MAX;
+		uint32_t n = (uint32_t)c->res < fill ? (uint32_t)c->res : fill;
+		out_line(" stays overwritten fnv=%08x", fnv1a(stays->base, n));
+		consume(s, o, 0, (uint32_t)c->res);
+		return;
+	}
+	if (!found) {
 		static uint8_t exp[1 << 16];
 		long at = o->kind == K_RECVMSG_MULTI ? recvmsg_payload(o, c->res) : 0;
 		uint32_t n = at < 0 ? 0 : expected_bytes(s, o, 0, exp, (uint32_t)(c->res - at));
@@ -231,7 +292,10 @@ static void check_buffer(struct seq *s, struct op *o, const struct io_uring_cqe 
 		 fnv1a(m + at, n));
 	if (f.dgram)
 		out_line(" lost-dgrams=%u", f.dgram);
-	f.p->spent[f.idx] = 1;
+	if (stays)
+		out_line(" stays");	/* not the program's to give back */
+	else
+		f.p->spent[f.idx] = 1;
 	consume(s, o, f.dgram, n);
 }
 
@@ -378,9 +442,15 @@ static void on_cqe(struct seq *s, const struct io_uring_cqe *c)
 	o->ncqe++;
 	if (o->kind == K_RECVMSG && c->res >= 0)
 		out_line(" msg_flags=0x%x namelen=%u", o->msg.msg_flags, o->msg.msg_namelen);
-	if (c->flags & IORING_CQE_F_BUFFER)
-		check_buffer(s, o, c);
-	else if (c->res > 0 && o->ep >= 0)
+	if (c->flags & IORING_CQE_F_BUFFER) {
+		struct seq_ring *rg = seq_ring_of(s, o->bgid);
+		struct prov *stays = NULL;
+		if (rg && ring_committed(s, rg, o, c))
+			rg->taken++;	/* the kernel committed the entry: the head moved */
+		else if (rg)
+			stays = ring_head(s, rg, c->flags >> IORING_CQE_BUFFER_SHIFT);
+		check_buffer(s, o, c, stays);
+	} else if (c->res > 0 && o->ep >= 0)
 		consume(s, o, 0, (uint32_t)c->res);
 	else if (c->res == 0 && o->ep >= 0 && s->ep[o->ep].kind == EP_DGRAM && s->ep[o->ep].dn &&
 		 !s->ep[o->ep].dq[0].len)
@@ -447,13 +517,16 @@ void reap_settle(struct seq *s)
 		struct op *d = first_due(s);
 		if (!d)
 			break;
-		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts = { .tv_sec = fuzz_env.wait_ms / 1000,
 						.tv_nsec = (fuzz_env.wait_ms % 1000) * 1000000L };
+		struct io_uring_cqe *cqe = NULL;
 		int ret = io_uring_wait_cqe_timeout(&s->ring, &cqe, &ts);
 		if (ret == -EINTR)
 			continue;
-		if (ret == -ETIME) {
+		/* Without IORING_FEAT_EXT_ARG (BUFSEL_KERNEL=5.6 hides it)
+		 * liburing 2.3 waits with a TIMEOUT SQE of its own and, when
+		 * that fires, returns what the enter submitted and no CQE. */
+		if (ret == -ETIME || (ret >= 0 && !cqe)) {
 			phase_line(s, d);
 			out_line("lost ud=%u %s\n", (unsigned)(d->ud & 0xffff), op_name(d));
 			d->lost = true;

@@ -3,20 +3,28 @@
  * operations on legacy provided buffers, each on a fresh ring, printed as a
  * canonical transcript on stdout.  An ordinary liburing program: run it
  * natively and under bufsel and compare (difffuzz does, batch by batch).
+ * With --rings some of a sequence's groups are buffer rings
+ * (IORING_REGISTER_PBUF_RING) that the program fills itself.
  *
  *   seqfuzz [--seed S] [--count N] [--ops M] [--verbose] [--compat 5.6]
- *           [--wait-ms T] [--dir DIR]
+ *           [--rings] [--wait-ms T] [--dir DIR]
  *
  * Transcript of one sequence:
  *   seq <seed> ring=<setup flags> groups=<g0>,<g1>,<g2>
+ *   register ring <bgid> entries=<n> -> <ret>     --rings: each ring group
  *   step <k>
  *   write <endpoint> <bytes>          the program wrote, then waited
+ *   ring-add r<k> ring=<bgid> bids=<first>[..<last>] len=<l> [null|noaccess|kernel]
+ *   ring-add r<k> ring=<bgid> back bids=<bid>,...   --rings: the program
+ *                                     published entries: fresh, or given back
  *   eof <endpoint>                    the program shut the writing side
  *   submit <n> -> <ret>...            one batch of n SQEs
  *   cqe ud=<i> <OP> res=<r> flags=<f> [buf=<bid>] [more] [nonempty]
- *       [at=<provide>.<index> fnv=<hash> ok | BAD(...)]
+ *       [at=<provide>.<index> fnv=<hash> ok | BAD(...)] [stays [overwritten]]
+ *       (at=r<k>.<index>: memory ring addition k gave)
  *   lost ud=<i> <OP>                  due, but no CQE within --wait-ms
  *   finish
+ *   ring <bgid> added=<n> taken=<n> status=<ret> head=<h> unregister=<ret>
  *   end ops=<sqes> cqes=<n> bufs=<n> lost=<n> bad=<n>
  * With --verbose, "# sqe ..." lines show every SQE before its submission.
  * Exit status 0 unless the program itself failed (2).
@@ -33,6 +41,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct seqfuzz_env fuzz_env;
@@ -223,7 +232,79 @@ static unsigned pick_ring_flags(struct seq *s)
 	return f;
 }
 
-static void run_seq(struct seq *s, uint64_t seed, bool compat56)
+/* --rings: each group a ring with probability 1/2, at least one, of 8 to
+ * 64 entries. */
+static void pick_rings(struct seq *s)
+{
+	while (!s->ring_mask)
+		for (int g = 0; g < SEQ_GROUPS; g++)
+			if (rng_pct(&s->rng, 50))
+				s->ring_mask |= 1u << g;
+	for (int g = 0; g < SEQ_GROUPS; g++)
+		if (s->ring_mask & (1u << g))
+			s->rings[g].entries = 8u << rng_below(&s->rng, 4);
+}
+
+/* The ring's memory: one page per group index, mapped once and registered
+ * afresh by every sequence (bufsel reads a ring where it is: it must stay
+ * mapped while registered). */
+static struct io_uring_buf_ring *ring_page(int g)
+{
+	if (!fuzz_env.ring_mem[g]) {
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			fail("mmap: %s", strerror(errno));
+		fuzz_env.ring_mem[g] = m;
+	}
+	memset(fuzz_env.ring_mem[g], 0, 4096);
+	return fuzz_env.ring_mem[g];
+}
+
+static void rings_register(struct seq *s)
+{
+	for (int g = 0; g < SEQ_GROUPS; g++) {
+		if (!(s->ring_mask & (1u << g)))
+			continue;
+		struct seq_ring *r = &s->rings[g];
+		r->br = ring_page(g);
+		io_uring_buf_ring_init(r->br);
+		struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)r->br, .ring_entries = r->entries,
+						.bgid = s->group[g] };
+		int ret = io_uring_register_buf_ring(&s->ring, &reg, 0);
+		out_line("register ring %u entries=%u -> %d\n", s->group[g], r->entries, ret);
+		if (ret < 0)
+			s->ring_mask &= ~(1u << g);	/* a legacy group that never gets a buffer */
+	}
+}
+
+/* IORING_REGISTER_PBUF_STATUS and struct io_uring_buf_status (6.8):
+ * liburing 2.3 predates them. */
+#define REGISTER_PBUF_STATUS 26
+struct buf_status {
+	uint32_t buf_group;
+	uint32_t head;
+	uint32_t resv[8];
+};
+
+/* The head as the kernel (or bufsel) has it must be where the CQEs put it:
+ * one entry for every CQE that reported a buffer of the ring, but for the
+ * two kinds the kernel does not commit (seq_reap.c, ring_committed). */
+static void rings_unregister(struct seq *s)
+{
+	for (int g = 0; g < SEQ_GROUPS; g++) {
+		if (!(s->ring_mask & (1u << g)))
+			continue;
+		const struct seq_ring *r = &s->rings[g];
+		struct buf_status st = { .buf_group = s->group[g] };
+		int sret = (int)syscall(__NR_io_uring_register, s->ring.ring_fd, REGISTER_PBUF_STATUS, &st, 1);
+		sret = sret < 0 ? -errno : sret;
+		int ret = io_uring_unregister_buf_ring(&s->ring, s->group[g]);
+		out_line("ring %u added=%u taken=%u status=%d head=%u unregister=%d\n", s->group[g], r->added,
+			 r->taken, sret, sret ? 0 : st.head, ret);
+	}
+}
+
+static void run_seq(struct seq *s, uint64_t seed, bool compat56, bool rings)
 {
 	memset(s, 0, sizeof(*s));
 	s->seed = seed;
@@ -239,6 +320,8 @@ static void run_seq(struct seq *s, uint64_t seed, bool compat56)
 	}
 	pick_groups(s);
 	s->ring_flags = pick_ring_flags(s);
+	if (rings)
+		pick_rings(s);
 	/* Room for every CQE a phase can bring (a multishot receive of 2047 queued
 	 * bytes into 1-byte buffers): a full CQ ends a multishot stream in the
 	 * kernel, which bufsel's shadow CQ does not do (docs/reliability.md). */
@@ -251,6 +334,7 @@ static void run_seq(struct seq *s, uint64_t seed, bool compat56)
 	lseek(fuzz_env.file_fd, 0, SEEK_SET);	/* what a READ at offset -1 starts from */
 	out_line("seq %llu ring=0x%x groups=%u,%u,%u\n", (unsigned long long)seed, s->ring_flags, s->group[0],
 		 s->group[1], s->group[2]);
+	rings_register(s);
 	unsigned steps = 2 + rng_below(&s->rng, 7);
 	for (s->step = 1; s->step <= steps && s->nops + 1 < fuzz_env.max_ops; s->step++) {
 		out_line("step %u\n", s->step);
@@ -258,6 +342,7 @@ static void run_seq(struct seq *s, uint64_t seed, bool compat56)
 		gen_step(s);
 	}
 	gen_finish(s);
+	rings_unregister(s);
 	out_line("end ops=%u cqes=%u bufs=%u lost=%u bad=%u\n", s->nops, s->ncqe, s->nbuf, s->nlost, s->nbad);
 	io_uring_queue_exit(&s->ring);
 	endpoints_close(s);
@@ -290,10 +375,11 @@ static unsigned known_by_name(const char *name)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: seqfuzz [--seed S] [--count N] [--ops M] [--verbose] [--compat 5.6]\n"
-		   "               [--wait-ms T] [--dir DIR] [--known NAME]...\n"
+		   "               [--rings] [--wait-ms T] [--dir DIR] [--known NAME]...\n"
 		   "  runs sequences S..S+N-1 (default 1, 1), at most M SQEs each (default 40),\n"
 		   "  each on a fresh ring, and prints their transcripts; --compat 5.6 leaves out\n"
-		   "  what Linux 5.6 lacks besides buffer selection; a due completion missing for\n"
+		   "  what Linux 5.6 lacks besides buffer selection; --rings makes some groups\n"
+		   "  buffer rings the program fills itself; a due completion missing for\n"
 		   "  T ms (default 3000) is lost; the regular file goes in DIR (default $TMPDIR\n"
 		   "  or /tmp), which must be on a disk file system; --known NAME also makes what\n"
 		   "  a known difference of bufsel needs (prep-fail-in-chain, recv-batch,\n"
@@ -319,11 +405,11 @@ int main(int argc, char **argv)
 		{ "ops", required_argument, NULL, 'o' }, { "verbose", no_argument, NULL, 'v' },
 		{ "compat", required_argument, NULL, 'c' }, { "wait-ms", required_argument, NULL, 'w' },
 		{ "dir", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
-		{ "known", required_argument, NULL, 'k' },
+		{ "known", required_argument, NULL, 'k' }, { "rings", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long seed = 1, count = 1;
-	bool compat56 = false;
+	bool compat56 = false, rings = false;
 	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	fuzz_env.max_ops = 40;
 	fuzz_env.wait_ms = 3000;
@@ -333,6 +419,7 @@ int main(int argc, char **argv)
 		case 'n': count = number("--count", optarg, ULLONG_MAX); break;
 		case 'o': fuzz_env.max_ops = (unsigned)number("--ops", optarg, SEQ_MAX_OPS - 1); break;
 		case 'v': fuzz_env.verbose = true; break;
+		case 'r': rings = true; break;
 		case 'k': fuzz_env.known |= known_by_name(optarg); break;
 		case 'w': fuzz_env.wait_ms = (int)number("--wait-ms", optarg, 600000); break;
 		case 'd': dir = optarg; break;
@@ -360,6 +447,6 @@ int main(int argc, char **argv)
 	make_file(dir);
 	static struct seq s;
 	for (unsigned long long i = 0; i < count; i++)
-		run_seq(&s, seed + i, compat56);
+		run_seq(&s, seed + i, compat56, rings);
 	return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * seqfuzz: random, reproducible operation sequences on legacy provided
- * buffers, run on a fresh ring per seed, printed as a canonical transcript
- * (docs/reliability.md, "Differential fuzzing").  The same binary runs
- * natively and under bufsel; difffuzz compares the two transcripts.
+ * buffers (with --rings, some groups buffer rings instead), run on a fresh
+ * ring per seed, printed as a canonical transcript (docs/reliability.md,
+ * "Differential fuzzing").  The same binary runs natively and under
+ * bufsel; difffuzz compares the two transcripts.
  *
  * Everything a transcript says is a pure function of the seed and of what
  * the kernel (or bufsel) decided: results, flags, buffer ids, which provided
@@ -24,8 +25,9 @@
 #include <sys/uio.h>
 
 #define SEQ_MAX_OPS 512		/* SQEs of one sequence, the final cancel included */
-#define SEQ_MAX_PROV 128	/* PROVIDE_BUFFERS of one sequence */
+#define SEQ_MAX_PROV 512	/* PROVIDE_BUFFERS and ring additions of one sequence */
 #define SEQ_GROUPS 3		/* the buffer groups a sequence works on */
+#define SEQ_RING_MAX 64		/* entries of a buffer ring (--rings), at most */
 #define SEQ_DGRAMS 8		/* datagrams queued at once (AF_UNIX allows 10 by default) */
 #define SEQ_QUEUED_MAX 2048	/* bytes queued on one pipe or stream socket at most */
 #define FILE_LEN 20011		/* the regular file: odd, so reads end mid-buffer */
@@ -78,16 +80,19 @@ struct endpoint {
 	int consumer;		/* the op that reads it now (one at a time), or -1 */
 };
 
-/* One buffer range a PROVIDE_BUFFERS gave; a re-provide names its origin. */
+/* One buffer range a PROVIDE_BUFFERS gave, or buffers the program published
+ * on a ring; a re-provide or a give-back names its origin. */
 struct prov {
-	int op;			/* the PROVIDE's op index */
+	int op;			/* the PROVIDE's op index; -1: a ring addition */
+	unsigned add;		/* a ring addition's number in the sequence, from 1 */
 	uint16_t bgid;
 	uint32_t off, count, len;
 	char *base;		/* NULL: memory the program cannot read (none, or PROT_NONE) */
 	uint8_t marker;		/* every byte of the range before the kernel writes */
+	bool dirty;		/* a selection left its entry at the head: bytes of it may remain */
 	int origin;		/* a re-provide of buffer origin_idx of prov origin, else -1 */
 	uint32_t origin_idx;
-	int res;		/* the PROVIDE's res, 1 until its CQE came */
+	int res;		/* the PROVIDE's res, 1 until its CQE came; 0 on a ring */
 	uint8_t *spent;		/* per buffer: its bytes were delivered and checked */
 };
 
@@ -119,6 +124,15 @@ struct op {
 	char name[112];		/* RECVMSG: room for a source address */
 };
 
+/* A group that is a buffer ring (--rings): the program's view of it. */
+struct seq_ring {
+	struct io_uring_buf_ring *br;	/* its entries, in the program's memory */
+	uint32_t entries;		/* a power of two */
+	uint32_t added;			/* entries published (the tail) */
+	uint32_t taken;			/* entries CQEs reported: the head, as far as the program knows */
+	struct { int prov; uint32_t idx; } slot[SEQ_RING_MAX];	/* what each entry holds */
+};
+
 struct seq {
 	uint64_t seed;
 	uint64_t rng;
@@ -133,6 +147,9 @@ struct seq {
 	uint16_t unknown_group;	/* never provided in this sequence */
 	uint64_t ud_high;	/* the high bits of every user_data of the sequence */
 	bool compat56;		/* only what exists on Linux 5.6 besides buffer selection */
+	unsigned ring_mask;	/* --rings: bit g, s->group[g] is a buffer ring */
+	struct seq_ring rings[SEQ_GROUPS];
+	unsigned nadds;		/* ring additions so far */
 	uint64_t armed[SEQ_MAX_OPS / 64];	/* what the last CANCEL_ANY could find */
 	unsigned step;
 	unsigned ncqe, nbuf, nlost, nbad;
@@ -148,6 +165,7 @@ struct seqfuzz_env {
 	size_t arena_len;
 	char *noaccess;			/* PROT_NONE, noaccess_len bytes */
 	size_t noaccess_len;
+	struct io_uring_buf_ring *ring_mem[SEQ_GROUPS];	/* a page each, reused by every sequence */
 	bool user_end_free;		/* nothing is mapped just below USER_END */
 	bool verbose;
 	unsigned known;		/* the known differences (docs/reliability.md) to make anyway */
@@ -196,6 +214,15 @@ void reap_note_write(struct seq *s, int ep, const uint8_t *data, uint32_t n);
 struct op *op_of_ud(struct seq *s, uint64_t ud);
 bool op_blocked(const struct seq *s, const struct op *o);
 bool ep_readable(const struct endpoint *e);
+
+/* The ring group bgid is, or NULL for a legacy group. */
+static inline struct seq_ring *seq_ring_of(struct seq *s, uint16_t bgid)
+{
+	for (int g = 0; g < SEQ_GROUPS; g++)
+		if (s->group[g] == bgid)
+			return s->ring_mask & (1u << g) ? &s->rings[g] : NULL;
+	return NULL;
+}
 
 #define out_line(...) fprintf(fuzz_env.out, __VA_ARGS__)
 
