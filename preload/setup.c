@@ -457,6 +457,10 @@ long emu_setup(const long a[6])
 			return err;
 	}
 	if (p.flags & ~(SETUP_SHADOWABLE | shadowed)) {
+		/* A ring bufsel leaves to the kernel cannot have what only the
+		 * shadow gives: the emulated kernel lacks it. */
+		if (shadowed)
+			return -EINVAL;
 		long fd = setup_forward(a);
 		if (fd >= 0)
 			log_once(BUFSEL_LOG_WARN, ONCE_UNSHADOWED, "ring fd %ld: setup flags 0x%x include 0x%x, which bufsel does not shadow: "
