@@ -1741,8 +1741,17 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 	/* An incremental ring's READ takes its entry in turn, when data is
 	 * there (rewrite_bind_recv). */
 	int nowait = sqe->rw_flags & RWF_NOWAIT;
-	if ((!fd_readable(sqe->fd) || incremental_group(r, sqe)) && !nowait)
+	if ((!fd_readable(sqe->fd) || incremental_group(r, sqe)) && !nowait) {
+		/* The kernel's first attempt fails on a file not open for
+		 * reading (io_rw_init_file), before it selects: waiting for
+		 * data there would wait for ever. */
+		long fl = sys_call3(SYS_fcntl, sqe->fd, F_GETFL, 0);
+		if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
+			standin(r, sqe, -EBADF, FAIL_AT_ISSUE, u);
+			return NULL;
+		}
 		return recv_defer(r, sqe, want, &none, u);
+	}
 	if (select_now(r, sqe, def, want, NULL, u, 1) == -EBUSY)
 		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);	/* NOWAIT: it would have to wait */
 	return NULL;

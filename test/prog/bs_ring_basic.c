@@ -15,7 +15,8 @@
  *  - a READ from a pipe takes its entry only with the data: waiting it
  *    holds none, an error leaves it (no F_BUFFER), end of file takes it;
  *    from a regular file, or from io-wq (IOSQE_ASYNC), the entry is taken
- *    at once, error or not.
+ *    at once, error or not; from a pipe's write end it fails at once
+ *    (-EBADF), its entry left.
  * Run natively, with the kernel keeping the rings, and with bufsel keeping
  * them (BUFSEL_RINGS=emulate, BUFSEL_KERNEL=5.15): every run prints the same.
  */
@@ -224,6 +225,10 @@ int main(void)
 	show_status(1);
 	write_all(p[1], "async", 5);
 	reap_show(&ring, 1, &a);
+	show_status(1);
+	note("a READ of a pipe's write end fails at once, its entry left");
+	ring_add(br, 4, &a, 6, 1);
+	run_one(&ring, prep_read_sel(&ring, p[1], 0, 1, 0, 0), 69, &a);
 	show_status(1);
 
 	note("unregister 1: %d", unreg_ring(1));
