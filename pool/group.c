@@ -285,19 +285,26 @@ void group_putback(struct group *g, const struct pool_buf *b)
 	g->returned++;
 }
 
-void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a)
+void group_delivered(struct group *g, int64_t used)
 {
 	g->in_use--;
-	if (!group_reported(g))
-		return;
 	g->consumed++;
-	if (g->policy.cap || g->policy.track_held)
-		held_mark(g, bid, a);
 	if (used >= 0) {
 		g->used_count++;
 		g->used_bytes += (uint64_t)used;
 		g->used_hist[pool_hist_bucket((uint32_t)used)]++;
 	}
+}
+
+void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a)
+{
+	if (!group_reported(g)) {
+		g->in_use--;
+		return;
+	}
+	group_delivered(g, used);
+	if (g->policy.cap || g->policy.track_held)
+		held_mark(g, bid, a);
 	trim(g, a);
 }
 

@@ -137,6 +137,9 @@ void group_putback(struct group *g, const struct pool_buf *b);
 /* One of in_use was delivered (the caller checked in_use > 0); used is the
  * bytes the program got, or -1 if unknown. */
 void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a);
+/* The counting part of a delivery (used < 0: no byte count), for one whose
+ * buffer the program does not hold: an incremental entry left at the head. */
+void group_delivered(struct group *g, int64_t used);
 
 /* Buffers a selection could take now, as last seen. */
 uint32_t group_available(const struct group *g);

@@ -320,11 +320,7 @@ void pool_ring_observe(struct pool *p, uint16_t bgid, const struct pool_seen *s)
 		/* An incremental ring's entry the transfer did not use up stays
 		 * at the head: the program does not hold it. */
 		if (s->buf_more) {
-			g->in_use--;
-			g->consumed++;
-			g->used_count++;
-			g->used_bytes += used;
-			g->used_hist[pool_hist_bucket(used)]++;
+			group_delivered(g, used);
 			continue;
 		}
 		g->ring_head++;

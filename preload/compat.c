@@ -301,9 +301,8 @@ int compat_setup_flags(unsigned flags)
  * and DEFER_TASKRUN's completions only in the issuer's waits) are rules of
  * the program's side of the ring, which bufsel keeps; so is SUBMIT_ALL (a
  * submit that goes on past an SQE that failed at submission, in as many
- * enters as it takes); COOP_TASKRUN is a
- * hint that promises nothing a program can see.  The kernel beneath sees
- * none of them.  TASKRUN_FLAG is not among them: its bit would have to
+ * enters as it takes); COOP_TASKRUN is a hint that promises nothing a
+ * program can see.  The kernel beneath sees none of them.  TASKRUN_FLAG is not among them: its bit would have to
  * rise while the program is away, when the shadow moves nothing.
  */
 #define SHADOW_SETUP                                                                    \
