@@ -334,7 +334,8 @@ static int at_plain_eof(const struct req *q, int revents)
 }
 
 /* The selection and put-back of a receive that met end of file: 0, -ENOBUFS,
- * or 1 when the head is a NULL buffer (rewrite_bind_recv handles those). */
+ * or 1 when the head is a NULL buffer or one the kernel cannot write
+ * (rewrite_bind_recv handles those). */
 static int select_for_eof(struct ring *r, struct req *q)
 {
 	struct pool_buf b;
@@ -342,8 +343,8 @@ static int select_for_eof(struct ring *r, struct req *q)
 	int res = pool_select(r->x->pool, q->orig.buf_group, &b);
 	if (!res) {
 		pool_putback(r->x->pool, &b);
-		if (!b.addr)
-			res = 1;	/* a NULL buffer: the full selection decides what it means */
+		if (!b.addr || rewrite_entry_unreachable(&b, q->want))
+			res = 1;	/* the full selection decides what such an entry means */
 	}
 	spin_unlock(&r->x->pool_lock);
 	return res;

@@ -276,6 +276,14 @@ static int pi_attr_check(const struct io_uring_sqe *sqe)
 	return 0;
 }
 
+/* A selected entry's length as the SQE handed on may carry it: the kernel's
+ * own request imports the entry capped at MAX_RW_COUNT (import_ubuf), where
+ * a plain RECV or READ of more than INT_MAX bytes is refused. */
+static uint32_t rw_count(uint32_t len)
+{
+	return len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : len;
+}
+
 /* access_ok for a range the kernel takes whole: 0 or -EFAULT. */
 static int user_range_check(uint64_t addr, uint64_t len)
 {
@@ -799,7 +807,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		    (sqe->flags & IOSQE_IO_HARDLINK ? REQ_HARDLINK : 0);
 	if (def->buf != BUF_ADDR_LEN) {
 		q->iov.iov_base = (void *)(uintptr_t)q->buf.addr;
-		q->iov.iov_len = len;
+		q->iov.iov_len = rw_count(len);
 	}
 	if (def->buf == BUF_IOVEC) {
 		sqe->addr = (uint64_t)(uintptr_t)&q->iov;
@@ -813,7 +821,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 		sqe->addr = (uint64_t)(uintptr_t)q->msg;
 	} else {
 		sqe->addr = q->buf.addr;
-		sqe->len = len;
+		sqe->len = rw_count(len);
 	}
 	if (sqe->flags & IOSQE_CQE_SKIP_SUCCESS) {
 		/* The completion must reach bufsel to account for the buffer, so
@@ -875,6 +883,15 @@ static void commit_at_selection(struct ring *r, struct req *q, const struct pool
 	q->cflags = more ? IORING_CQE_F_BUF_MORE : 0;
 }
 
+/* A ring entry's range, as the request would take it, fails access_ok
+ * (import_ubuf caps it at MAX_RW_COUNT first).  A legacy buffer never
+ * does: PROVIDE_BUFFERS checked it. */
+int rewrite_entry_unreachable(const struct pool_buf *b, uint32_t want)
+{
+	uint32_t len = want && want < b->len ? want : b->len;
+	return user_range_check(b->addr, rw_count(len)) != 0;
+}
+
 /*
  * Selects a buffer for the SQE and rewrites it onto it.  The stand-in
  * outcomes (-ENOBUFS, the kernel's NULL-buffer case) are the kernel's.
@@ -910,6 +927,23 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		standin_takes(r, s, def->null_putback ? NULL : &nul);
 		return 0;
 	}
+	if (rewrite_entry_unreachable(&q->buf, want)) {
+		/* Handed on, the kernel would refuse the SQE at prep and stop
+		 * the submission there; its own request imports the entry at
+		 * issue (a RECVMSG copies into it) and fails alone.  Where the selection was committed at
+		 * once (io_should_commit: no poll, or io-wq), the entry is
+		 * gone and the CQE says so; elsewhere it stays at the head. */
+		struct pool_buf bad = q->buf;
+		req_free(&r->reqs, q);
+		struct req *s = standin(r, sqe, -EFAULT, FAIL_AT_ISSUE, u);
+		int committed = !def->sr_flags && !lazy &&
+				(r->to_wq || (sqe->flags & IOSQE_FIXED_FILE) || cannot_poll(sqe->fd));
+		if (committed)
+			standin_takes(r, s, &bad);
+		else
+			pool_locked_putback(r, &bad);
+		return 0;
+	}
 	q->kind = def->select == SELECT_WHEN_READABLE ? REQ_RECV_SEL : REQ_READ_SEL;
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
@@ -927,6 +961,14 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		q->flags |= REQ_RING_LAZY;
 	else if (incremental_group(r, sqe))
 		commit_at_selection(r, q, &q->buf, 1, q->want);
+	else if (q->want > INT32_MAX) {
+		/* Committed at selection with the length as an int, which
+		 * io_kbuf_commit takes for an error: the head stays, and the
+		 * CQE names the entry all the same. */
+		pool_locked_putback(r, &q->buf);
+		q->flags |= REQ_COMMITTED;
+		q->cflags = 0;
+	}
 	undo_select(u, q);
 	return 0;
 }
@@ -962,13 +1004,28 @@ static int recv_may_return(struct req *q)
 	return !!(q->flags & REQ_MAY_RETURN);
 }
 
+enum { ATTEMPT_TOOK = 1, ATTEMPT_NAMED };
+
+/* A stand-in for a first attempt's failure: the buffer it took, or the
+ * one its CQE names without taking it. */
+static void standin_attempt(struct ring *r, struct req *s, int took, const struct pool_buf *taken)
+{
+	if (took == ATTEMPT_NAMED) {
+		if (s)
+			s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)taken->bid << IORING_CQE_BUFFER_SHIFT);
+		return;
+	}
+	standin_takes(r, s, took ? taken : NULL);
+}
+
 /*
  * A receive's first attempt (without IORING_RECVSEND_POLL_FIRST) selects
  * the head buffer before it looks at the socket, so that buffer decides at
  * once, data or not: none is -ENOBUFS; a NULL one is -ENOBUFS, consumed
- * with its bid (*cflags) unless the opcode leaves it at the head; one too
- * short for a multishot RECVMSG's header (with the iovec's cap) is -EFAULT
- * and stays.  0: the attempt goes on to the socket, holding nothing; then
+ * with its bid (*taken) unless the opcode leaves it at the head (RECV), or
+ * named and left there (RECVMSG on a ring: ATTEMPT_NAMED); one too
+ * short for a multishot RECVMSG's header (with the iovec's cap), or a
+ * RECV's one past the user address space, is -EFAULT and stays.  0: the attempt goes on to the socket, holding nothing; then
  * *keep is what a RECV asks for from there on: 6.18 keeps the length it
  * took from that first buffer as the request's (io_recv_buf_select).
  */
@@ -983,12 +1040,20 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 	int res = pool_head(r->x->pool, sqe->buf_group, &b);
 	if (!res && !b.addr) {
 		res = -ENOBUFS;
-		if (!def->null_putback)
-			*took = !pool_select(r->x->pool, sqe->buf_group, taken);
+		/* io_recvmsg returns before it records the ring it selected
+		 * from, so the CQE names the entry and nothing commits it. */
+		if (def->null_putback)
+			;
+		else if (pool_kind(r->x->pool, sqe->buf_group) == POOL_EMULATED_RING)
+			*taken = b, *took = ATTEMPT_NAMED;
+		else
+			*took = !pool_select(r->x->pool, sqe->buf_group, taken) ? ATTEMPT_TOOK : 0;
 	} else if (!res && multi && def->buf == BUF_MSGHDR) {
 		uint32_t room = want && want < b.len ? want : b.len;
 		if (sizeof(struct io_uring_recvmsg_out) + tmpl->msg_namelen + tmpl->msg_controllen > room)
 			res = -EFAULT;
+	} else if (!res && def->buf == BUF_ADDR_LEN && rewrite_entry_unreachable(&b, want)) {
+		res = -EFAULT;	/* io_recv_buf_select's import_ubuf; the entry stays */
 	} else if (!res && def->buf == BUF_ADDR_LEN) {
 		*keep = want && want < b.len ? want : b.len;
 	}
@@ -1204,7 +1269,7 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		res = first_attempt(r, sqe, def, want, &msg, 0, &taken, &took, &keep);
 		if (res) {
 			struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
-			standin_takes(r, s, took ? &taken : NULL);
+			standin_attempt(r, s, took, &taken);
 			return NULL;
 		}
 		/* MSG_DONTWAIT never waits: the attempt is the whole request.
@@ -1283,12 +1348,15 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 	int res = again ? pool_select_again(r->x->pool, sqe->buf_group, &q->buf)
 			: pool_select(r->x->pool, sqe->buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
-		if (def->null_putback) {
+		/* As at the first attempt (first_attempt, ring_read_attempt):
+		 * a ring's entry is never consumed here; RECVMSG names it. */
+		int ring = pool_kind(r->x->pool, sqe->buf_group) == POOL_EMULATED_RING;
+		if (def->null_putback || ring)
 			pool_putback(r->x->pool, &q->buf);
-		} else {
+		else
 			pool_consume(r->x->pool, &q->buf);
+		if (!def->null_putback && !(ring && def->select == SELECT_AT_ISSUE))
 			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
-		}
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->x->pool_lock);
@@ -1296,6 +1364,10 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 		return -ENOBUFS;	/* parked behind the transfer that has the entry */
 	if (res)
 		return res;
+	if (def->buf != BUF_MSGHDR && rewrite_entry_unreachable(&q->buf, want)) {
+		pool_locked_putback(r, &q->buf);
+		return -EFAULT;	/* the retry's import_ubuf; the entry stays */
+	}
 	q->kind = REQ_RECV_SEL;
 	/* A READ that waited: from a file that polls (ring_read_lazy), the
 	 * entry is committed with the data; from a regular file (it waited for
@@ -1432,13 +1504,13 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 			len = q->want;
 		sqe->opcode = IORING_OP_RECV;
 		sqe->addr = q->buf.addr;
-		sqe->len = len;
+		sqe->len = rw_count(len);
 		sqe->msg_flags = q->orig.msg_flags | MSG_DONTWAIT;
 		break;
 	default:	/* READ_MULTISHOT */
 		sqe->opcode = IORING_OP_READ;
 		sqe->addr = q->buf.addr;
-		sqe->len = q->buf.len;
+		sqe->len = rw_count(q->buf.len);
 		sqe->off = (uint64_t)-1;
 		sqe->rw_flags = RWF_NOWAIT;
 		break;
@@ -1538,7 +1610,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	if (res < 0) {
 		req_free(&r->reqs, q);
 		struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
-		standin_takes(r, s, took ? &taken : NULL);
+		standin_attempt(r, s, took, &taken);
 		if (s && !took)
 			s->cflags = cflags;
 		return NULL;
@@ -1697,6 +1769,26 @@ static int ring_read_lazy(struct ring *r, const struct io_uring_sqe *sqe, const 
 	       group_kind(r, sqe) == POOL_EMULATED_RING && !cannot_poll(sqe->fd);
 }
 
+/*
+ * io_read's first attempt on a file that polls selects the head entry
+ * without committing it and imports it before it reads, so the entry
+ * decides at once, data or not: a NULL one is -ENOBUFS, one past the user
+ * address space -EFAULT (import_ubuf), and a socket read at an offset
+ * -ESPIPE (sock_read_iter); each leaves the entry at the head
+ * (io_kbuf_recycle).  1: the entry is empty, and the read of nothing ends
+ * at once.  0: the attempt goes on to the file.
+ */
+static int ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, const struct pool_buf *head)
+{
+	if (!head->addr)
+		return -ENOBUFS;
+	if (rewrite_entry_unreachable(head, want))
+		return -EFAULT;
+	if (sqe->off && sqe->off != UINT64_MAX && fd_sock_type(sqe->fd) > 0)
+		return -ESPIPE;
+	return !(want && want < head->len ? want : head->len);
+}
+
 static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			       struct rewrite_undo *u)
 {
@@ -1734,22 +1826,36 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 	spin_lock(&r->x->pool_lock);
 	res = pool_head(r->x->pool, sqe->buf_group, &head);
 	spin_unlock(&r->x->pool_lock);
-	if (res) {
+	if (!res)
+		res = ring_read_attempt(sqe, want, &head);
+	if (res < 0) {
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 		return NULL;
 	}
 	/* An incremental ring's READ takes its entry in turn, when data is
 	 * there (rewrite_bind_recv). */
 	int nowait = sqe->rw_flags & RWF_NOWAIT;
-	if ((!fd_readable(sqe->fd) || incremental_group(r, sqe)) && !nowait) {
+	int readable = fd_readable(sqe->fd);
+	if (!readable && !res) {
 		/* The kernel's first attempt fails on a file not open for
-		 * reading (io_rw_init_file), before it selects: waiting for
-		 * data there would wait for ever. */
+		 * reading (io_rw_init_file): waiting for data there would wait
+		 * for ever.  With RWF_NOWAIT it is the whole request, and on
+		 * an idle file -EAGAIN, answered here: handed on, it would
+		 * hold the entry until bufsel reaps it, where the kernel gives
+		 * it back before the next SQE selects. */
 		long fl = sys_call3(SYS_fcntl, sqe->fd, F_GETFL, 0);
-		if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
-			standin(r, sqe, -EBADF, FAIL_AT_ISSUE, u);
+		int wronly = fl >= 0 && (fl & O_ACCMODE) == O_WRONLY;
+		if (wronly || nowait) {
+			standin(r, sqe, wronly ? -EBADF : -EAGAIN, FAIL_AT_ISSUE, u);
 			return NULL;
 		}
+	}
+	if ((!readable || incremental_group(r, sqe)) && !nowait && !res) {
+		/* The attempt clamped the request's length to the head entry's
+		 * (io_ring_buffer_select), and the retry keeps it, as a RECV's
+		 * does (first_attempt). */
+		if (!incremental_group(r, sqe))
+			want = want && want < head.len ? want : head.len;
 		return recv_defer(r, sqe, want, &none, u);
 	}
 	if (select_now(r, sqe, def, want, NULL, u, 1) == -EBUSY)

@@ -53,6 +53,10 @@ static inline int rewrite_wanted(const struct io_uring_sqe *sqe)
 	       sqe->opcode == IORING_OP_REMOVE_BUFFERS || sqe->opcode == IORING_OP_ASYNC_CANCEL;
 }
 
+/* A ring entry the kernel's import would refuse with -EFAULT, taken for a
+ * request that asks for want bytes (0: the entry's length). */
+int rewrite_entry_unreachable(const struct pool_buf *b, uint32_t want);
+
 /* Rewrites *sqe in place; records in *u how to take it back; returns the
  * request that takes the rest of the chain, if any. */
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain);
