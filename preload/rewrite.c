@@ -808,6 +808,10 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 	if (def->buf != BUF_ADDR_LEN) {
 		q->iov.iov_base = (void *)(uintptr_t)q->buf.addr;
 		q->iov.iov_len = rw_count(len);
+		/* Its callers failed it already if bytes were to be copied
+		 * (msghdr_entry_unreachable). */
+		if (def->buf == BUF_MSGHDR && rewrite_entry_unreachable(&q->buf, len))
+			q->iov = (struct iovec){ 0 };
 	}
 	if (def->buf == BUF_IOVEC) {
 		sqe->addr = (uint64_t)(uintptr_t)&q->iov;
@@ -892,6 +896,42 @@ int rewrite_entry_unreachable(const struct pool_buf *b, uint32_t want)
 	return user_range_check(b->addr, rw_count(len)) != 0;
 }
 
+/* The socket's queued bytes, as msg_inq reports them to io_recv_finish. */
+static uint32_t sock_queued(int fd)
+{
+	int v = 0;
+	if (sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) || v < 0)
+		return 0;
+	return (uint32_t)v;
+}
+
+/* A RECVMSG whose copy into its entry faults has taken the datagram off
+ * the queue (unix_dgram_recvmsg, udp_recvmsg free it); a stream keeps its
+ * bytes. */
+static void drop_faulted_datagram(const struct io_uring_sqe *sqe)
+{
+	if (sqe->flags & IOSQE_FIXED_FILE || (sqe->msg_flags & MSG_PEEK))
+		return;
+	int type = fd_sock_type(sqe->fd);
+	if (type == SOCK_DGRAM || type == SOCK_SEQPACKET)
+		sys_call6(SYS_recvfrom, sqe->fd, 0, 0, MSG_DONTWAIT, 0, 0);
+}
+
+/*
+ * A RECVMSG on an entry the kernel cannot write: its iovec is not checked
+ * (io_recvmsg's iov_iter_ubuf), so it faults only if there are bytes to
+ * copy; an end of file or an empty datagram completes as on any entry,
+ * which bind_buffer hands on as an empty iovec.  -EFAULT or 0.
+ */
+static int msghdr_entry_unreachable(const struct io_uring_sqe *sqe)
+{
+	if ((sqe->flags & IOSQE_FIXED_FILE) || sock_queued(sqe->fd)) {
+		drop_faulted_datagram(sqe);
+		return -EFAULT;
+	}
+	return 0;
+}
+
 /*
  * Selects a buffer for the SQE and rewrites it onto it.  The stand-in
  * outcomes (-ENOBUFS, the kernel's NULL-buffer case) are the kernel's.
@@ -927,7 +967,8 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		standin_takes(r, s, def->null_putback ? NULL : &nul);
 		return 0;
 	}
-	if (rewrite_entry_unreachable(&q->buf, want)) {
+	if (rewrite_entry_unreachable(&q->buf, want) &&
+	    (def->buf != BUF_MSGHDR || msghdr_entry_unreachable(sqe))) {
 		/* Handed on, the kernel would refuse the SQE at prep and stop
 		 * the submission there; its own request imports the entry at
 		 * issue (a RECVMSG copies into it) and fails alone.  Where the selection was committed at
@@ -974,8 +1015,9 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 }
 
 /*
- * A receive handed to the kernel with its buffer: one that gets no data (an
- * end of file, an error, a fault on the buffer) gives the buffer back when
+ * A receive handed to the kernel with its buffer (or a READ from a file that
+ * polls, from a ring): one that gets no data (an end of file, an error, a
+ * fault on the buffer; a READ only the fault) gives the buffer back when
  * bufsel reaps its CQE, where the kernel, which runs it inline, gives it
  * back before the next SQE of the batch selects.  rewrite_barrier sends such
  * an SQE to the kernel after the receive.  may_return: the poll saw more
@@ -1141,15 +1183,6 @@ static uint32_t bundle_keep(struct ring *r, const struct io_uring_sqe *sqe, uint
 	uint16_t room = bundle_room(r);
 	spin_unlock(&r->x->pool_lock);
 	return (avail < room ? avail : room) == 1 ? keep : 0;
-}
-
-/* The socket's queued bytes, as msg_inq reports them to io_recv_finish. */
-static uint32_t sock_queued(int fd)
-{
-	int v = 0;
-	if (sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) || v < 0)
-		return 0;
-	return (uint32_t)v;
 }
 
 /*
@@ -1364,7 +1397,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 		return -ENOBUFS;	/* parked behind the transfer that has the entry */
 	if (res)
 		return res;
-	if (def->buf != BUF_MSGHDR && rewrite_entry_unreachable(&q->buf, want)) {
+	int unreachable = rewrite_entry_unreachable(&q->buf, want);
+	if (unreachable && (def->buf != BUF_MSGHDR || msghdr_entry_unreachable(sqe))) {
 		pool_locked_putback(r, &q->buf);
 		return -EFAULT;	/* the retry's import_ubuf; the entry stays */
 	}
@@ -1451,12 +1485,15 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	 * anything the program submits next: the group as this leaves it. */
 	q->emptied = !res && !pool_available(r->x->pool, q->orig.buf_group);
 	if (!res && !q->buf.addr) {
-		if (opdef_get(q->orig.opcode)->null_putback) {
+		/* As at the first attempt (first_attempt): a ring's entry
+		 * stays, RECVMSG names it. */
+		int putback = opdef_get(q->orig.opcode)->null_putback;
+		if (putback || pool_kind(r->x->pool, q->orig.buf_group) == POOL_EMULATED_RING)
 			pool_putback(r->x->pool, &q->buf);
-		} else {
+		else
 			pool_consume(r->x->pool, &q->buf);
+		if (!putback)
 			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
-		}
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->x->pool_lock);
@@ -1476,7 +1513,18 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		/* The iovec's length caps the buffer until the stream's first
 		 * CQE; 6.18 then takes whole buffers. */
 		uint32_t room = q->want && q->want < q->buf.len ? q->want : q->buf.len;
-		if (head > room) {
+		/* The header is written into the entry after the receive: one
+		 * the kernel cannot write fails it once data is there, and
+		 * handed on, its iovec would be refused at prep. */
+		if (head <= room && rewrite_entry_unreachable(&q->buf, room) &&
+		    !(q->orig.flags & IOSQE_FIXED_FILE) && !(fd_readable(q->orig.fd) & POLLIN)) {
+			req_recv_unbound(&r->reqs, q);
+			pool_locked_putback(r, &q->buf);
+			return -EBUSY;	/* the retry's -EAGAIN: it waits */
+		}
+		if (head > room || rewrite_entry_unreachable(&q->buf, room)) {
+			if (head <= room)
+				drop_faulted_datagram(&q->orig);
 			req_recv_unbound(&r->reqs, q);
 			pool_locked_putback(r, &q->buf);
 			return -EFAULT;
@@ -1769,21 +1817,33 @@ static int ring_read_lazy(struct ring *r, const struct io_uring_sqe *sqe, const 
 	       group_kind(r, sqe) == POOL_EMULATED_RING && !cannot_poll(sqe->fd);
 }
 
+/* A file open for writing only: a READ fails on it with -EBADF
+ * (io_rw_init_file). */
+static int write_only(int fd)
+{
+	long fl = sys_call3(SYS_fcntl, fd, F_GETFL, 0);
+	return fl >= 0 && (fl & O_ACCMODE) == O_WRONLY;
+}
+
 /*
  * io_read's first attempt on a file that polls selects the head entry
  * without committing it and imports it before it reads, so the entry
  * decides at once, data or not: a NULL one is -ENOBUFS, one past the user
- * address space -EFAULT (import_ubuf), and a socket read at an offset
- * -ESPIPE (sock_read_iter); each leaves the entry at the head
+ * address space -EFAULT (import_ubuf); then a file not open for reading is
+ * -EBADF (io_rw_init_file; only an idle file can be one, and waiting for
+ * data there would wait for ever), a socket read at an offset -ESPIPE
+ * (sock_read_iter); each leaves the entry at the head
  * (io_kbuf_recycle).  1: the entry is empty, and the read of nothing ends
  * at once.  0: the attempt goes on to the file.
  */
-static int ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, const struct pool_buf *head)
+static int ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, const struct pool_buf *head, int idle)
 {
 	if (!head->addr)
 		return -ENOBUFS;
 	if (rewrite_entry_unreachable(head, want))
 		return -EFAULT;
+	if (idle && write_only(sqe->fd))
+		return -EBADF;
 	if (sqe->off && sqe->off != UINT64_MAX && fd_sock_type(sqe->fd) > 0)
 		return -ESPIPE;
 	return !(want && want < head->len ? want : head->len);
@@ -1822,34 +1882,28 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 		}
 		return NULL;
 	}
+	int readable = fd_readable(sqe->fd);
 	struct pool_buf head;
 	spin_lock(&r->x->pool_lock);
 	res = pool_head(r->x->pool, sqe->buf_group, &head);
 	spin_unlock(&r->x->pool_lock);
 	if (!res)
-		res = ring_read_attempt(sqe, want, &head);
+		res = ring_read_attempt(sqe, want, &head, !readable);
 	if (res < 0) {
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 		return NULL;
 	}
+	/* With RWF_NOWAIT the attempt is the whole request, and on an idle
+	 * file -EAGAIN, answered here: handed on, it would hold the entry
+	 * until bufsel reaps it, where the kernel gives it back before the
+	 * next SQE selects. */
+	int nowait = sqe->rw_flags & RWF_NOWAIT;
+	if (!readable && !res && nowait) {
+		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
+		return NULL;
+	}
 	/* An incremental ring's READ takes its entry in turn, when data is
 	 * there (rewrite_bind_recv). */
-	int nowait = sqe->rw_flags & RWF_NOWAIT;
-	int readable = fd_readable(sqe->fd);
-	if (!readable && !res) {
-		/* The kernel's first attempt fails on a file not open for
-		 * reading (io_rw_init_file): waiting for data there would wait
-		 * for ever.  With RWF_NOWAIT it is the whole request, and on
-		 * an idle file -EAGAIN, answered here: handed on, it would
-		 * hold the entry until bufsel reaps it, where the kernel gives
-		 * it back before the next SQE selects. */
-		long fl = sys_call3(SYS_fcntl, sqe->fd, F_GETFL, 0);
-		int wronly = fl >= 0 && (fl & O_ACCMODE) == O_WRONLY;
-		if (wronly || nowait) {
-			standin(r, sqe, wronly ? -EBADF : -EAGAIN, FAIL_AT_ISSUE, u);
-			return NULL;
-		}
-	}
 	if ((!readable || incremental_group(r, sqe)) && !nowait && !res) {
 		/* The attempt clamped the request's length to the head entry's
 		 * (io_ring_buffer_select), and the retry keeps it, as a RECV's
@@ -1860,6 +1914,8 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 	}
 	if (select_now(r, sqe, def, want, NULL, u, 1) == -EBUSY)
 		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);	/* NOWAIT: it would have to wait */
+	else if (u->kind == UNDO_SELECT)
+		batch_recv_add(r, u->req, 0);	/* a fault on the entry gives it back */
 	return NULL;
 }
 
