@@ -311,6 +311,13 @@ void dispatch_trap(siginfo_t *si, ucontext_t *uc)
 			break;
 		g[REG_RAX] = emulate_syscall(nr, a, &cs);
 		return;
+	case SYS_close:
+		/* An inline close (liburing's own system calls) may end a ring,
+		 * after which the program may unmap what bufsel reads for it. */
+		if (!bufsel.active)
+			break;
+		g[REG_RAX] = emulate_close((int)a[0]);
+		return;
 	case SYS_rt_sigreturn:
 		sigreturn_from((uintptr_t)g[REG_RSP]);
 	case SYS_rt_sigprocmask:

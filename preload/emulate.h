@@ -15,6 +15,8 @@ long emulate_syscall(long nr, const long a[6], const struct call_site *cs);
 /* Could this mmap be of a ring (shared, an fd, a ring offset)?  The rest are
  * re-issued without looking at the ring table (hooks.c). */
 int emulate_maps_ring(const long a[6]);
+/* A close(fd) as bufsel must see it, where it may end a ring (hooks.c). */
+long emulate_close(int fd);
 
 long emu_setup(const long a[6]);
 long emu_enter(const long a[6]);

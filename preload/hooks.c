@@ -68,6 +68,11 @@ static long hook_close(int fd, int via_libc)
 	return r;
 }
 
+long emulate_close(int fd)
+{
+	return hook_close(fd, 0);
+}
+
 int emulate_maps_ring(const long a[6])
 {
 	return bufsel.active && (int)a[4] >= 0 && ((int)a[3] & MAP_TYPE) != MAP_PRIVATE && ring_offset((uint64_t)a[5]);

@@ -971,9 +971,10 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 	    (def->buf != BUF_MSGHDR || msghdr_entry_unreachable(sqe))) {
 		/* Handed on, the kernel would refuse the SQE at prep and stop
 		 * the submission there; its own request imports the entry at
-		 * issue (a RECVMSG copies into it) and fails alone.  Where the selection was committed at
-		 * once (io_should_commit: no poll, or io-wq), the entry is
-		 * gone and the CQE says so; elsewhere it stays at the head. */
+		 * issue (a RECVMSG copies into it) and fails alone.  Where the
+		 * selection was committed at once (io_should_commit: no poll,
+		 * or io-wq), the entry is gone and the CQE says so; elsewhere
+		 * it stays at the head. */
 		struct pool_buf bad = q->buf;
 		req_free(&r->reqs, q);
 		struct req *s = standin(r, sqe, -EFAULT, FAIL_AT_ISSUE, u);
@@ -1067,7 +1068,8 @@ static void standin_attempt(struct ring *r, struct req *s, int took, const struc
  * with its bid (*taken) unless the opcode leaves it at the head (RECV), or
  * named and left there (RECVMSG on a ring: ATTEMPT_NAMED); one too
  * short for a multishot RECVMSG's header (with the iovec's cap), or a
- * RECV's one past the user address space, is -EFAULT and stays.  0: the attempt goes on to the socket, holding nothing; then
+ * RECV's one past the user address space, is -EFAULT and stays.  0: the
+ * attempt goes on to the socket, holding nothing; then
  * *keep is what a RECV asks for from there on: 6.18 keeps the length it
  * took from that first buffer as the request's (io_recv_buf_select).
  */
@@ -1397,8 +1399,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 		return -ENOBUFS;	/* parked behind the transfer that has the entry */
 	if (res)
 		return res;
-	int unreachable = rewrite_entry_unreachable(&q->buf, want);
-	if (unreachable && (def->buf != BUF_MSGHDR || msghdr_entry_unreachable(sqe))) {
+	if (rewrite_entry_unreachable(&q->buf, want) &&
+	    (def->buf != BUF_MSGHDR || msghdr_entry_unreachable(sqe))) {
 		pool_locked_putback(r, &q->buf);
 		return -EFAULT;	/* the retry's import_ubuf; the entry stays */
 	}

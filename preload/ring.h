@@ -383,6 +383,9 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	atomic_int claimed;
 	atomic_int refs;
 	atomic_int live;
+	/* Movers in a pass over the ring (mover.c): the release waits for
+	 * them, since the program may unmap its buffer rings next. */
+	atomic_int mover_pass;
 };
 
 /*

@@ -124,6 +124,8 @@
 	X(bs_echo, 30, true, true)             \
 	X(bs_ring_echo, 30, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_basic, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
+	X(bs_ring_attempt, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
+	X(ring_close_unmap, 20, true, false) /* 5.6 lacks buffer rings (5.19) and multishot RECV (6.0) */ \
 	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(bs_ring_bundle, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_inc, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
@@ -502,6 +504,10 @@ PROGRAMS(SUITE_TESTS)
 	Test(kernel515, n, .timeout = 60) { check_against_native(#n, KERNEL515); }
 RINGS_EMULATED_TEST(bs_ring_basic)
 KERNEL515_TEST(bs_ring_basic)
+RINGS_EMULATED_TEST(bs_ring_attempt)
+KERNEL515_TEST(bs_ring_attempt)
+RINGS_EMULATED_TEST(ring_close_unmap)
+KERNEL515_TEST(ring_close_unmap)
 RINGS_EMULATED_TEST(bs_ring_multishot)
 KERNEL515_TEST(bs_ring_multishot)	/* multishot RECV (6.0) on bufsel's rings */
 /* Legacy groups are bufsel's too: multishot RECVMSG (6.0) there as well. */
