@@ -279,12 +279,11 @@ bench-quick: all bench-progs $(B)/bench/suite
 # Differential fuzzing against the kernel (docs/reliability.md): seqfuzz runs
 # random, reproducible operation sequences on provided buffers and prints their
 # transcripts; difffuzz runs them natively and under bufsel and compares.
-#   make fuzz-quick                                  10,000 sequences (in make test)
+#   make fuzz-quick                                  10,000 sequences, every third batch of
+#                                                    1,000 on buffer rings (in make test)
 #   make fuzz SEQUENCES=1000000 [SEED=S] [FUZZ_SECONDS=T]
 #   make fuzz-rings                                  3,000 sequences on buffer rings, every
-#                                                    one --rings (not yet in make test: the
-#                                                    divergences it finds are open, listed in
-#                                                    docs/reliability.md)
+#                                                    one --rings
 SEQUENCES    ?= 100000
 SEED         ?= 1
 FUZZ_SECONDS ?= 0

@@ -980,10 +980,14 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		struct req *s = standin(r, sqe, -EFAULT, FAIL_AT_ISSUE, u);
 		int committed = !def->sr_flags && !lazy &&
 				(r->to_wq || (sqe->flags & IOSQE_FIXED_FILE) || cannot_poll(sqe->fd));
-		if (committed)
+		uint32_t len = want && want < bad.len ? want : bad.len;
+		if (committed && len <= INT32_MAX) {
 			standin_takes(r, s, &bad);
-		else
-			pool_locked_putback(r, &bad);
+			return 0;
+		}
+		pool_locked_putback(r, &bad);
+		if (committed && s)	/* the commit takes the length for an error (below) */
+			s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)bad.bid << IORING_CQE_BUFFER_SHIFT);
 		return 0;
 	}
 	q->kind = def->select == SELECT_WHEN_READABLE ? REQ_RECV_SEL : REQ_READ_SEL;
@@ -1276,6 +1280,25 @@ static void bundle_sqe(struct io_uring_sqe *sqe, struct req_bundle *bn, uint8_t 
 	sqe->addr_len = 0;
 }
 
+/*
+ * A RECVMSG on a stream socket whose head entry holds more than INT_MAX
+ * bytes: io_recvmsg hands the socket the entry's length uncapped
+ * (iov_iter_ubuf), which sock_rcvlowat takes for a negative int: the
+ * receive stops at its first check, after what was queued, and with nothing
+ * queued ends at once having read nothing, where it would wait.  hdr: what a
+ * multishot one's header takes of the entry first (0 for one RECVMSG).
+ */
+static int recvmsg_reads_nothing(struct ring *r, const struct io_uring_sqe *sqe, uint32_t want, uint32_t hdr)
+{
+	struct pool_buf b;
+	spin_lock(&r->x->pool_lock);
+	int res = pool_head(r->x->pool, sqe->buf_group, &b);
+	spin_unlock(&r->x->pool_lock);
+	uint32_t len = want && want < b.len ? want : b.len;
+	return !res && len >= hdr && len - hdr > INT32_MAX && !(sqe->flags & IOSQE_FIXED_FILE) &&
+	       fd_sock_type(sqe->fd) == SOCK_STREAM && !sock_queued(sqe->fd);
+}
+
 static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			       struct rewrite_undo *u)
 {
@@ -1305,6 +1328,17 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 		if (res) {
 			struct req *s = standin(r, sqe, res, FAIL_AT_ISSUE, u);
 			standin_attempt(r, s, took, &taken);
+			return NULL;
+		}
+		if (def->buf == BUF_MSGHDR && recvmsg_reads_nothing(r, sqe, want, 0)) {
+			/* The msghdr comes back as a stream's empty receive
+			 * leaves it: no name, no flags. */
+			struct msghdr *pm = (struct msghdr *)(uintptr_t)sqe->addr;
+			socklen_t nolen = 0;
+			int noflags = 0;
+			copy_to_prog(&pm->msg_namelen, &nolen, sizeof(nolen));
+			copy_to_prog(&pm->msg_flags, &noflags, sizeof(noflags));
+			standin_ok(sqe);
 			return NULL;
 		}
 		/* MSG_DONTWAIT never waits: the attempt is the whole request.
@@ -1645,6 +1679,21 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		res = first_attempt(r, sqe, def, want, &tmpl, 1, &taken, &took, &keep);
 		if (!res && recv_bundle_multi_on_ring(r, sqe))
 			keep = bundle_keep(r, sqe, keep);
+	}
+	uint32_t hdr = (uint32_t)sizeof(struct io_uring_recvmsg_out) + tmpl.msg_namelen + (uint32_t)tmpl.msg_controllen;
+	if (!res && !poll_first && def->buf == BUF_MSGHDR && recvmsg_reads_nothing(r, sqe, want, hdr)) {
+		/* As for one RECVMSG (recvmsg_reads_nothing): the stream ends
+		 * at once with a header that says nothing came, in its entry. */
+		req_free(&r->reqs, q);
+		spin_lock(&r->x->pool_lock);
+		took = !pool_select(r->x->pool, sqe->buf_group, &taken);
+		spin_unlock(&r->x->pool_lock);
+		struct io_uring_recvmsg_out none = { 0 };
+		if (took)
+			copy_to_prog((void *)(uintptr_t)taken.addr, &none, sizeof(none));
+		struct req *s = standin(r, sqe, took ? (int)hdr : -ENOBUFS, took ? SUCCEED : FAIL_AT_ISSUE, u);
+		standin_takes(r, s, took ? &taken : NULL);
+		return NULL;
 	}
 	else if (!poll_first && !group_available(r, sqe->buf_group))
 		res = -ENOBUFS;

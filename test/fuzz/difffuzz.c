@@ -114,7 +114,7 @@ static struct {
 	double t0;
 	struct totals tot;
 } opt = {
-	.seed = 1, .sequences = 10000, .batch = 1000, .ops = 40, .kernel56_every = 4, .rings_every = 0,
+	.seed = 1, .sequences = 10000, .batch = 1000, .ops = 40, .kernel56_every = 4, .rings_every = 3,
 	.twice_every = 8, .timeout = 900, .reruns = 8, .generator = "seqfuzz",
 };
 

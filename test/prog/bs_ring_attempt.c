@@ -19,7 +19,9 @@
  *    head entry of that time (4), whichever entry it gets;
  *  - an entry of 2^31 bytes or more: a READ from a regular file reads into
  *    it, names it, and leaves it at the head (the kernel's commit takes the
- *    length for a negative int).
+ *    length for a negative int); a RECVMSG into it on an idle stream socket
+ *    ends at once with res 0 (sock_rcvlowat takes the length for a negative
+ *    int), and with data there reads it.
  * Run natively, with the kernel keeping the rings, and with bufsel keeping
  * them (BUFSEL_RINGS=emulate, BUFSEL_KERNEL=5.15): every run prints the same.
  */
@@ -162,6 +164,25 @@ int main(void)
 	memset(big, 0, 16);
 	run_one(&ring, prep_read_sel(&ring, f, 8, 1, 8, 0), 17, NULL);
 	note("read \"%.*s\"", 8, big);
+	show_status();
+	note("RECVMSG on an idle stream socket into such an entry ends at once");
+	add_raw((uintptr_t)big, 0x80000010u, 4);
+	struct iovec whole = { 0 };
+	struct msghdr wm = { .msg_iov = &whole, .msg_iovlen = 1 };
+	struct io_uring_sqe *ws = get_sqe(&ring);
+	io_uring_prep_recvmsg(ws, sv[0], &wm, 0);
+	ws->flags |= IOSQE_BUFFER_SELECT;
+	ws->buf_group = 1;
+	run_one(&ring, ws, 18, NULL);
+	show_status();
+	note("with data it reads it");
+	write_all(sv[1], "stream", 6);
+	ws = get_sqe(&ring);
+	io_uring_prep_recvmsg(ws, sv[0], &wm, 0);
+	ws->flags |= IOSQE_BUFFER_SELECT;
+	ws->buf_group = 1;
+	run_one(&ring, ws, 19, NULL);
+	note("read \"%.*s\"", 6, big);
 	show_status();
 
 	io_uring_queue_exit(&ring);
