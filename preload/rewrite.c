@@ -1611,7 +1611,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 				     const struct opdef *def, struct rewrite_undo *u)
 {
-	struct msghdr tmpl;
+	struct msghdr tmpl = { 0 };
 	uint32_t want = 0;
 	int res = 0;
 	if (def->select == SELECT_WHEN_READABLE)

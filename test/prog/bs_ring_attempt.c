@@ -57,6 +57,16 @@ static void drain_pipe(int fd, const char *why)
 	note("%s: %zd bytes left, \"%.*s\"", why, n, (int)n, left);
 }
 
+/* A RECVMSG selecting from the ring, into the iovec mh names. */
+static struct io_uring_sqe *prep_recvmsg_sel(int fd, struct msghdr *mh)
+{
+	struct io_uring_sqe *sqe = get_sqe(&ring);
+	io_uring_prep_recvmsg(sqe, fd, mh, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 1;
+	return sqe;
+}
+
 /* Takes the head entry off with a read of one byte, so the next case starts
  * from an entry of its own. */
 static void consume_head(int p[2], unsigned long long ud, const struct arena *a)
@@ -92,11 +102,7 @@ int main(void)
 	write_all(sv[1], "msg", 3);
 	struct iovec iov = { 0 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct io_uring_sqe *rm = get_sqe(&ring);
-	io_uring_prep_recvmsg(rm, sv[0], &mh, 0);
-	rm->flags |= IOSQE_BUFFER_SELECT;
-	rm->buf_group = 1;
-	run_one(&ring, rm, 3, &a);
+	run_one(&ring, prep_recvmsg_sel(sv[0], &mh), 3, &a);
 	show_status();
 	drain(sv[0], "the RECVMSG's data");
 	note("from a regular file it is taken");
@@ -169,19 +175,11 @@ int main(void)
 	add_raw((uintptr_t)big, 0x80000010u, 4);
 	struct iovec whole = { 0 };
 	struct msghdr wm = { .msg_iov = &whole, .msg_iovlen = 1 };
-	struct io_uring_sqe *ws = get_sqe(&ring);
-	io_uring_prep_recvmsg(ws, sv[0], &wm, 0);
-	ws->flags |= IOSQE_BUFFER_SELECT;
-	ws->buf_group = 1;
-	run_one(&ring, ws, 18, NULL);
+	run_one(&ring, prep_recvmsg_sel(sv[0], &wm), 18, NULL);
 	show_status();
 	note("with data it reads it");
 	write_all(sv[1], "stream", 6);
-	ws = get_sqe(&ring);
-	io_uring_prep_recvmsg(ws, sv[0], &wm, 0);
-	ws->flags |= IOSQE_BUFFER_SELECT;
-	ws->buf_group = 1;
-	run_one(&ring, ws, 19, NULL);
+	run_one(&ring, prep_recvmsg_sel(sv[0], &wm), 19, NULL);
 	note("read \"%.*s\"", 6, big);
 	show_status();
 
