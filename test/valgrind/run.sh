@@ -73,6 +73,7 @@ sec_novm:installs its own seccomp filter (process_vm_readv denied), and valgrind
 sec_mdwe:sets PR_SET_MDWE, under which valgrind 3.19 itself cannot continue (natively, without bufsel, too: it makes its translations executable after writing them); and re-executes /proc/self/exe
 sec_wx_filter:installs its own seccomp filter refusing executable writable memory, under which valgrind 3.19 itself cannot continue (natively too); and re-executes /proc/self/exe
 sec_wx_fork:counts the process's writable and executable mappings, and valgrind's own translation cache is such a mapping (natively too)
+ring_close_unmap:its point is the close liburing makes with an inline system call, which bufsel sees only through Syscall User Dispatch, and valgrind 3.19 issues the program's system calls itself
 bs_wait_many:a thread blocked in io_uring_enter stops every other thread under valgrind 3.19, so its sending thread runs only once the wait's timeout has ended it (natively under valgrind, without bufsel, too)
 exec_uring_nopreload:re-executes /proc/self/exe, which under valgrind is the tool, not the program; and checks what the trap leaves behind exec, and valgrind 3.19 runs bufsel without one
 gate_addr:prints where the trap's gate is, and under valgrind 3.19 bufsel installs no trap
