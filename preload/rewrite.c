@@ -276,6 +276,13 @@ static int pi_attr_check(const struct io_uring_sqe *sqe)
 	return 0;
 }
 
+/* The length a selection gives a request that asks for want bytes (0: the
+ * whole entry), as io_ring_buffer_select clamps it. */
+static uint32_t sel_len(uint32_t want, uint32_t len)
+{
+	return want && want < len ? want : len;
+}
+
 /* A selected entry's length as the SQE handed on may carry it: the kernel's
  * own request imports the entry capped at MAX_RW_COUNT (import_ubuf), where
  * a plain RECV or READ of more than INT_MAX bytes is refused. */
@@ -800,7 +807,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 	 * sqe->len caps only ring-mapped buffers. */
 	if (def->missing_enoent)
 		want = 0;
-	uint32_t len = want && want < q->buf.len ? want : q->buf.len;
+	uint32_t len = sel_len(want, q->buf.len);
 	q->want = len;
 	q->flags |= (sqe->flags & IOSQE_FIXED_FILE ? REQ_FIXED_FILE : 0) |
 		    (sqe->flags & SQE_LINK_FLAGS ? REQ_LINKED : 0) |
@@ -892,7 +899,7 @@ static void commit_at_selection(struct ring *r, struct req *q, const struct pool
  * does: PROVIDE_BUFFERS checked it. */
 int rewrite_entry_unreachable(const struct pool_buf *b, uint32_t want)
 {
-	uint32_t len = want && want < b->len ? want : b->len;
+	uint32_t len = sel_len(want, b->len);
 	return user_range_check(b->addr, rw_count(len)) != 0;
 }
 
@@ -980,7 +987,7 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		struct req *s = standin(r, sqe, -EFAULT, FAIL_AT_ISSUE, u);
 		int committed = !def->sr_flags && !lazy &&
 				(r->to_wq || (sqe->flags & IOSQE_FIXED_FILE) || cannot_poll(sqe->fd));
-		uint32_t len = want && want < bad.len ? want : bad.len;
+		uint32_t len = sel_len(want, bad.len);
 		if (committed && len <= INT32_MAX) {
 			standin_takes(r, s, &bad);
 			return 0;
@@ -1097,13 +1104,13 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 		else
 			*took = !pool_select(r->x->pool, sqe->buf_group, taken) ? ATTEMPT_TOOK : 0;
 	} else if (!res && multi && def->buf == BUF_MSGHDR) {
-		uint32_t room = want && want < b.len ? want : b.len;
+		uint32_t room = sel_len(want, b.len);
 		if (sizeof(struct io_uring_recvmsg_out) + tmpl->msg_namelen + tmpl->msg_controllen > room)
 			res = -EFAULT;
 	} else if (!res && def->buf == BUF_ADDR_LEN && rewrite_entry_unreachable(&b, want)) {
 		res = -EFAULT;	/* io_recv_buf_select's import_ubuf; the entry stays */
 	} else if (!res && def->buf == BUF_ADDR_LEN) {
-		*keep = want && want < b.len ? want : b.len;
+		*keep = sel_len(want, b.len);
 	}
 	spin_unlock(&r->x->pool_lock);
 	return res;
@@ -1294,7 +1301,7 @@ static int recvmsg_reads_nothing(struct ring *r, const struct io_uring_sqe *sqe,
 	spin_lock(&r->x->pool_lock);
 	int res = pool_head(r->x->pool, sqe->buf_group, &b);
 	spin_unlock(&r->x->pool_lock);
-	uint32_t len = want && want < b.len ? want : b.len;
+	uint32_t len = sel_len(want, b.len);
 	return !res && len >= hdr && len - hdr > INT32_MAX && !(sqe->flags & IOSQE_FIXED_FILE) &&
 	       fd_sock_type(sqe->fd) == SOCK_STREAM && !sock_queued(sqe->fd);
 }
@@ -1536,7 +1543,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	if (res)
 		return res;
 	req_recv_bound(&r->reqs, q);
-	uint32_t len = q->orig.len && q->orig.len < q->buf.len ? q->orig.len : q->buf.len;
+	uint32_t len = sel_len(q->orig.len, q->buf.len);
 	struct io_uring_sqe *sqe = stream_step(r, q, 0);	/* the opcode below */
 	q->receiving = 1;
 	switch (q->orig.opcode) {
@@ -1548,7 +1555,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		size_t head = sizeof(struct io_uring_recvmsg_out) + t->msg_namelen + t->msg_controllen;
 		/* The iovec's length caps the buffer until the stream's first
 		 * CQE; 6.18 then takes whole buffers. */
-		uint32_t room = q->want && q->want < q->buf.len ? q->want : q->buf.len;
+		uint32_t room = sel_len(q->want, q->buf.len);
 		/* The header is written into the entry after the receive: one
 		 * the kernel cannot write fails it once data is there, and
 		 * handed on, its iovec would be refused at prep. */
@@ -1680,6 +1687,8 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		if (!res && recv_bundle_multi_on_ring(r, sqe))
 			keep = bundle_keep(r, sqe, keep);
 	}
+	else if (!poll_first && !group_available(r, sqe->buf_group))
+		res = -ENOBUFS;
 	uint32_t hdr = (uint32_t)sizeof(struct io_uring_recvmsg_out) + tmpl.msg_namelen + (uint32_t)tmpl.msg_controllen;
 	if (!res && !poll_first && def->buf == BUF_MSGHDR && recvmsg_reads_nothing(r, sqe, want, hdr)) {
 		/* As for one RECVMSG (recvmsg_reads_nothing): the stream ends
@@ -1695,8 +1704,6 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		standin_takes(r, s, took ? &taken : NULL);
 		return NULL;
 	}
-	else if (!poll_first && !group_available(r, sqe->buf_group))
-		res = -ENOBUFS;
 	int readable = !fixed && fd_readable(sqe->fd);
 	if (!res && !poll_first && (sqe->msg_flags & MSG_DONTWAIT) &&
 	    !fixed && !readable)
@@ -1897,7 +1904,7 @@ static int ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, cons
 		return -EBADF;
 	if (sqe->off && sqe->off != UINT64_MAX && fd_sock_type(sqe->fd) > 0)
 		return -ESPIPE;
-	return !(want && want < head->len ? want : head->len);
+	return !sel_len(want, head->len);
 }
 
 static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
@@ -1960,7 +1967,7 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 		 * (io_ring_buffer_select), and the retry keeps it, as a RECV's
 		 * does (first_attempt). */
 		if (!incremental_group(r, sqe))
-			want = want && want < head.len ? want : head.len;
+			want = sel_len(want, head.len);
 		return recv_defer(r, sqe, want, &none, u);
 	}
 	if (select_now(r, sqe, def, want, NULL, u, 1) == -EBUSY)
