@@ -234,7 +234,7 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
 	if (got)
-		cqe->flags |= IORING_CQE_F_BUFFER | more | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		cqe->flags |= cqe_buf_flags(q->buf.bid) | more;
 	int ok = !cut && cqe->res >= 0 && !((q->flags & REQ_WAITALL) && (uint32_t)cqe->res < q->want) &&
 		 !(read && (uint32_t)cqe->res != q->want);
 	return finish_recv(r, q, cqe, ok);
@@ -390,7 +390,7 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	if (q->flags & REQ_COMMITTED) {
 		/* Committed at selection: the buffer is reported whatever the
 		 * read gave. */
-		cqe->flags |= IORING_CQE_F_BUFFER | q->cflags | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		cqe->flags |= cqe_buf_flags(q->buf.bid) | q->cflags;
 		if ((q->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0 && (uint32_t)cqe->res == q->want)
 			post_it = 0;
 	} else if (((q->flags & REQ_FIXED_FILE) && cqe->res == -EBADF) || ((q->flags & REQ_RING_LAZY) && cqe->res < 0)) {
@@ -407,7 +407,7 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 			more = inc_commit(r, &q->buf, 1, (q->flags & REQ_RING_LAZY) ? got : q->want);
 		else
 			pool_consume_bytes(r->x->pool, &q->buf, got);
-		cqe->flags |= IORING_CQE_F_BUFFER | more | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		cqe->flags |= cqe_buf_flags(q->buf.bid) | more;
 		/* A read "succeeds" only if it got what it asked for: any other
 		 * result fails it (the kernel compares with the length). */
 		int ok = cqe->res >= 0 && (uint32_t)cqe->res == q->want;
@@ -504,9 +504,8 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		/* An incremental entry that stays is there for the next receive. */
 		if (more && !bn)
 			q->emptied = 0;
-		cqe->flags = IORING_CQE_F_BUFFER | IORING_CQE_F_MORE | more |
-			     (kflags & IORING_CQE_F_SOCK_NONEMPTY) |
-			     ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		cqe->flags = cqe_buf_flags(q->buf.bid) | IORING_CQE_F_MORE | more |
+			     (kflags & IORING_CQE_F_SOCK_NONEMPTY);
 		if (bn && q->emptied) {
 			/* io_recv_finish: a bundle with no more entries is done. */
 			cqe->flags &= ~IORING_CQE_F_MORE;
@@ -691,7 +690,7 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 		pool_consume_bytes(r->x->pool, &q->buf, res > 0 ? (uint32_t)res : 0);
 	spin_unlock(&r->x->pool_lock);
 	cqe->user_data = q->user_data;
-	cqe->flags = IORING_CQE_F_BUFFER | more | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+	cqe->flags = cqe_buf_flags(q->buf.bid) | more;
 	if (res <= 0 || q->emptied) {
 		complete_post(r, cqe);
 		multi_end(r, q, res);

@@ -25,6 +25,13 @@
 #define REQ_TAG_MASK 0xffff000000000000ULL
 #define REQ_CHUNK 256
 #define REQ_CHUNKS 1024		/* 262,144 requests in flight per ring at most */
+/* The CQE flags that name a selected buffer: the kernel's
+ * IORING_CQE_F_BUFFER with the bid above IORING_CQE_BUFFER_SHIFT. */
+static inline uint32_t cqe_buf_flags(uint16_t bid)
+{
+	return IORING_CQE_F_BUFFER | ((uint32_t)bid << IORING_CQE_BUFFER_SHIFT);
+}
+
 /*
  * A tag: the magic (16 bits), the slot's generation (16), the process that
  * made the request (10) and the slot (18).  The request table is each

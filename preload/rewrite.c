@@ -158,7 +158,7 @@ static void standin_takes(struct ring *r, struct req *s, const struct pool_buf *
 	}
 	s->buf = *b;
 	s->flags |= REQ_STANDIN_BUF;
-	s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)b->bid << IORING_CQE_BUFFER_SHIFT);
+	s->cflags = cqe_buf_flags(b->bid);
 }
 
 /* Success with res 0 needs no request: the program's own user_data rides a NOP. */
@@ -555,14 +555,6 @@ static int left_to_kernel_bad_fd(const struct ring *r, struct io_uring_sqe *sqe,
 	clear_sqe(sqe, opcode, sqe->user_data);
 	sqe->fd = fd;
 	return 1;
-}
-
-static uint32_t group_available(struct ring *r, uint16_t bgid)
-{
-	spin_lock(&r->x->pool_lock);
-	uint32_t n = r->x->pool ? pool_available(r->x->pool, bgid) : 0;	/* no pool yet: no buffer */
-	spin_unlock(&r->x->pool_lock);
-	return n;
 }
 
 /* SO_TYPE (SOCK_STREAM, SOCK_DGRAM, ...), or -errno. */
@@ -994,7 +986,7 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		}
 		pool_locked_putback(r, &bad);
 		if (committed && s)	/* the commit takes the length for an error (below) */
-			s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)bad.bid << IORING_CQE_BUFFER_SHIFT);
+			s->cflags = cqe_buf_flags(bad.bid);
 		return 0;
 	}
 	q->kind = def->select == SELECT_WHEN_READABLE ? REQ_RECV_SEL : REQ_READ_SEL;
@@ -1066,7 +1058,7 @@ static void standin_attempt(struct ring *r, struct req *s, int took, const struc
 {
 	if (took == ATTEMPT_NAMED) {
 		if (s)
-			s->cflags = IORING_CQE_F_BUFFER | ((uint32_t)taken->bid << IORING_CQE_BUFFER_SHIFT);
+			s->cflags = cqe_buf_flags(taken->bid);
 		return;
 	}
 	standin_takes(r, s, took ? taken : NULL);
@@ -1432,7 +1424,7 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 		else
 			pool_consume(r->x->pool, &q->buf);
 		if (!def->null_putback && !(ring && def->select == SELECT_AT_ISSUE))
-			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+			q->cflags = cqe_buf_flags(q->buf.bid);
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->x->pool_lock);
@@ -1536,7 +1528,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		else
 			pool_consume(r->x->pool, &q->buf);
 		if (!putback)
-			q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+			q->cflags = cqe_buf_flags(q->buf.bid);
 		res = -ENOBUFS;
 	}
 	spin_unlock(&r->x->pool_lock);
@@ -1608,6 +1600,8 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 	}
 	return 0;
 }
+
+static int ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, const struct pool_buf *head, int idle);
 
 /*
  * A multishot receive on a legacy group: bufsel runs it as a sequence of
@@ -1687,8 +1681,24 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		if (!res && recv_bundle_multi_on_ring(r, sqe))
 			keep = bundle_keep(r, sqe, keep);
 	}
-	else if (!poll_first && !group_available(r, sqe->buf_group))
-		res = -ENOBUFS;
+	else if (!poll_first) {
+		/* io_read_mshot's first attempt, as a READ's on a file that
+		 * polls: the head entry decides at once, data or not, and an
+		 * entry that fails it stays, a legacy buffer too
+		 * (io_kbuf_recycle).  An empty one reads nothing: the stream
+		 * ends with 0, naming no buffer. */
+		struct pool_buf head;
+		spin_lock(&r->x->pool_lock);
+		res = pool_head(r->x->pool, sqe->buf_group, &head);
+		spin_unlock(&r->x->pool_lock);
+		if (!res)
+			res = ring_read_attempt(sqe, 0, &head, !fixed && !fd_readable(sqe->fd));
+		if (res == 1) {
+			req_free(&r->reqs, q);
+			standin(r, sqe, 0, SUCCEED, u);
+			return NULL;
+		}
+	}
 	uint32_t hdr = (uint32_t)sizeof(struct io_uring_recvmsg_out) + tmpl.msg_namelen + (uint32_t)tmpl.msg_controllen;
 	if (!res && !poll_first && def->buf == BUF_MSGHDR && recvmsg_reads_nothing(r, sqe, want, hdr)) {
 		/* As for one RECVMSG (recvmsg_reads_nothing): the stream ends
@@ -1790,7 +1800,7 @@ int rewrite_bundle_send(struct ring *r, struct req *q)
 	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
 	if (!res && !q->buf.addr) {
 		pool_consume(r->x->pool, &q->buf);
-		q->cflags = IORING_CQE_F_BUFFER | ((uint32_t)q->buf.bid << IORING_CQE_BUFFER_SHIFT);
+		q->cflags = cqe_buf_flags(q->buf.bid);
 		res = -ENOBUFS;
 	}
 	else if (res == -ENOBUFS && opdef_get(q->orig.opcode)->missing_enoent &&
@@ -1896,13 +1906,14 @@ static int write_only(int fd)
  */
 static int ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, const struct pool_buf *head, int idle)
 {
+	int fixed = sqe->flags & IOSQE_FIXED_FILE;
 	if (!head->addr)
 		return -ENOBUFS;
 	if (rewrite_entry_unreachable(head, want))
 		return -EFAULT;
-	if (idle && write_only(sqe->fd))
+	if (!fixed && idle && write_only(sqe->fd))
 		return -EBADF;
-	if (sqe->off && sqe->off != UINT64_MAX && fd_sock_type(sqe->fd) > 0)
+	if (!fixed && sqe->off && sqe->off != UINT64_MAX && fd_sock_type(sqe->fd) > 0)
 		return -ESPIPE;
 	return !sel_len(want, head->len);
 }

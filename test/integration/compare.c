@@ -520,6 +520,7 @@ KERNEL515_TEST(bs_bundle)	/* and on its legacy groups */
 KERNEL515_TEST(bs_tiny_ring)
 RINGS_EMULATED_TEST(bs_ring_inc)
 RINGS_EMULATED_TEST(bs_ring_stream)
+KERNEL515_TEST(bs_ring_stream)	/* READ_MULTISHOT (6.7), a RECV's byte limit (6.15) */
 KERNEL515_TEST(bs_ring_inc)	/* incremental rings (6.12) bufsel keeps */
 RINGS_EMULATED_TEST(pol_ring_cap)
 KERNEL515_TEST(pol_ring_cap)

@@ -338,6 +338,18 @@ static inline void drain(int fd, const char *why)
 	note("%s: %zd bytes still queued, \"%.*s\"", why, n, (int)n, buf);
 }
 
+/* Empties a pipe (64 bytes at most) and says what was left in it; an
+ * empty pipe is 0 bytes, not a wait. */
+static inline void empty_pipe(int fd, const char *why)
+{
+	char left[64];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n = poll(&p, 1, 0) == 1 ? read(fd, left, sizeof(left)) : 0;
+	if (n < 0)
+		die("read: %s", strerror(errno));
+	note("%s: %zd bytes left, \"%.*s\"", why, n, (int)n, left);
+}
+
 /* Reaps CQEs of one multishot request until the one without F_MORE; with
  * mh, a buffer's recvmsg_out header and payload are shown. */
 static inline void reap_until_last(struct io_uring *ring, const struct arena *a, const struct msghdr *mh)

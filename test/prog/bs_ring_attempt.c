@@ -47,16 +47,6 @@ static void add_raw(uint64_t addr, uint32_t len, unsigned short bid)
 	io_uring_buf_ring_advance(br, 1);
 }
 
-/* Empties the pipe and says what was left in it. */
-static void drain_pipe(int fd, const char *why)
-{
-	char left[64];
-	ssize_t n = read(fd, left, sizeof(left));
-	if (n < 0)
-		die("read: %s", strerror(errno));
-	note("%s: %zd bytes left, \"%.*s\"", why, n, (int)n, left);
-}
-
 /* A RECVMSG selecting from the ring, into the iovec mh names. */
 static struct io_uring_sqe *prep_recvmsg_sel(int fd, struct msghdr *mh)
 {
@@ -126,7 +116,7 @@ int main(void)
 	note("submit: %d", io_uring_submit(&ring));
 	reap_show_sorted(&ring, 2, &a);
 	show_status();
-	drain_pipe(p[0], "the READ's data");
+	empty_pipe(p[0], "the READ's data");
 	note("READ from a regular file takes it");
 	run_one(&ring, prep_read_sel(&ring, f, 0, 1, 0, 0), 9, &a);
 	show_status();
@@ -158,7 +148,7 @@ int main(void)
 	write_all(p[1], "0123456789", 10);
 	reap_show(&ring, 1, &a);
 	show_status();
-	drain_pipe(p[0], "the rest of the pipe");
+	empty_pipe(p[0], "the rest of the pipe");
 
 	note("an entry of 2^31 bytes and more, READ from a regular file");
 	char *big = arena_buf(&a, 3);

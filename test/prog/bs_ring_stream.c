@@ -3,6 +3,14 @@
  *  - READ_MULTISHOT on a pipe reads each write apart when the writes come
  *    while the program does something else (task work runs between them);
  *  - READ_MULTISHOT on a regular file is -EBADFD;
+ *  - its first attempt is made at submission, data or not, on the head
+ *    entry (a ring's or a legacy group's): an entry at address 0 is
+ *    -ENOBUFS, one past the user address space -EFAULT, an empty one a
+ *    read of nothing (res 0, the stream ends), a pipe's write end -EBADF;
+ *    none names or takes the entry;
+ *  - a later step that meets an entry at address 0 ends the stream with
+ *    -ENOBUFS, the entry left where it was (io_kbuf_recycle), so a READ
+ *    after it meets it again;
  *  - a stream whose next CQE finds the program's CQ full ends with that
  *    CQE, without F_MORE (it overflows);
  *  - a multishot RECV's byte limit (optlen) ends the stream with the CQE
@@ -33,6 +41,60 @@ static struct io_uring_sqe *read_multi(struct io_uring *ring, int fd, unsigned b
 	sqe->buf_group = (__u16)bgid;
 	sqe->user_data = ud;
 	return sqe;
+}
+
+/* One entry at the ring's tail, whatever its address and length. */
+static void add_raw(struct io_uring_buf_ring *br, uint32_t entries, uint64_t addr, uint32_t len,
+		    unsigned short bid)
+{
+	io_uring_buf_ring_add(br, (void *)(uintptr_t)addr, len, bid, io_uring_buf_ring_mask(entries), 0);
+	io_uring_buf_ring_advance(br, 1);
+}
+
+/* Legacy buffers, one PROVIDE_BUFFERS each, at any address. */
+static void provide_raw(struct io_uring *ring, uint64_t addr, unsigned len, unsigned bgid, unsigned bid)
+{
+	struct io_uring_sqe *sqe = get_sqe(ring);
+	io_uring_prep_provide_buffers(sqe, (void *)(uintptr_t)addr, (int)len, 1, (int)bgid, (int)bid);
+	run_one(ring, sqe, 100 + bid, NULL);
+}
+
+static struct io_uring_sqe *read_sel(struct io_uring *ring, int fd, unsigned bgid, unsigned long long ud)
+{
+	struct io_uring_sqe *sqe = get_sqe(ring);
+	io_uring_prep_read(sqe, fd, NULL, 32, (uint64_t)-1);
+	sqe->flags = IOSQE_BUFFER_SELECT;
+	sqe->buf_group = (__u16)bgid;
+	sqe->user_data = ud;
+	return sqe;
+}
+
+/*
+ * READ_MULTISHOT's first attempt on a head entry that fails it, on an idle
+ * pipe and with data there: the CQE comes at submission.
+ */
+static void first_attempt_case(struct io_uring *ring, uint64_t addr, uint32_t len, int write_end,
+			       unsigned long long ud, const struct arena *g)
+{
+	struct io_uring_buf_ring *br = ring_new(ring->ring_fd, 6, 4);
+	add_raw(br, 4, addr, len, 1);
+	ring_add(br, 4, g, 2, 1);
+	int p[2];
+	if (pipe(p))
+		die("pipe: %s", strerror(errno));
+	for (int data = 0; data < 2; data++) {
+		if (data)
+			write_all(p[1], "xy", 2);
+		note("  %s", data ? "with data there" : "on an idle pipe");
+		read_multi(ring, p[write_end], 6, ud + (unsigned long long)data);
+		submit_expect(ring, 1);
+		reap_show(ring, 1, g);
+		show_status_on(ring->ring_fd, 6);
+	}
+	empty_pipe(p[0], "the pipe");
+	close(p[0]);
+	close(p[1]);
+	unreg_ring_on(ring->ring_fd, 6);
 }
 
 /* Writes each message apart, 20 ms after the last, without entering. */
@@ -149,6 +211,57 @@ int main(void)
 	ret = io_uring_queue_init(16, &ring, 0);
 	if (ret < 0)
 		die("queue_init: %s", strerror(-ret));
+	{
+		struct arena g = arena_new(32, 6);
+		note("READ_MULTISHOT's first attempt: an entry at address 0");
+		first_attempt_case(&ring, 0, 32, 0, 20, &g);
+		note("an entry past the user address space");
+		first_attempt_case(&ring, 0xffff888000000000ull, 32, 0, 22, &g);
+		note("an empty entry");
+		first_attempt_case(&ring, (uintptr_t)arena_buf(&g, 1), 0, 0, 24, &g);
+		note("a pipe's write end");
+		first_attempt_case(&ring, (uintptr_t)arena_buf(&g, 1), 32, 1, 26, &g);
+
+		note("a later step meets an entry at address 0");
+		struct io_uring_buf_ring *br = ring_new(ring.ring_fd, 7, 4);
+		ring_add(br, 4, &g, 0, 1);
+		add_raw(br, 4, 0, 32, 1);
+		ring_add(br, 4, &g, 2, 1);
+		int p[2];
+		if (pipe(p))
+			die("pipe: %s", strerror(errno));
+		read_multi(&ring, p[0], 7, 28);
+		submit_expect(&ring, 1);
+		const char *const two[] = { "one", "two" };
+		write_apart(p[1], two, 2);
+		reap_stream(&ring, &g);
+		show_status_on(ring.ring_fd, 7);
+		note("a READ after it meets the entry again");
+		run_one(&ring, read_sel(&ring, p[0], 7, 29), 29, &g);
+		show_status_on(ring.ring_fd, 7);
+		unreg_ring_on(ring.ring_fd, 7);
+
+		note("a legacy group: a buffer at address 0 at submission, then a READ");
+		provide_raw(&ring, 0, 32, 8, 1);
+		provide_raw(&ring, (uintptr_t)arena_buf(&g, 2), 32, 8, 2);
+		read_multi(&ring, p[0], 8, 30);
+		submit_expect(&ring, 1);
+		reap_show(&ring, 1, &g);
+		run_one(&ring, read_sel(&ring, p[0], 8, 31), 31, &g);
+		note("and at a later step");
+		provide_raw(&ring, (uintptr_t)arena_buf(&g, 3), 32, 8, 3);
+		provide_raw(&ring, 0, 32, 8, 4);
+		provide_raw(&ring, (uintptr_t)arena_buf(&g, 5), 32, 8, 5);
+		read_multi(&ring, p[0], 8, 32);
+		submit_expect(&ring, 1);
+		write_apart(p[1], two, 2);
+		reap_stream(&ring, &g);
+		run_one(&ring, read_sel(&ring, p[0], 8, 33), 33, &g);
+		empty_pipe(p[0], "the pipe");
+		close(p[0]);
+		close(p[1]);
+	}
+
 	int a, b;
 	tcp_pair(&a, &b);
 	note("multishot RECV with a limit of 20 bytes, 30 queued, entries of 8");
