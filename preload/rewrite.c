@@ -594,6 +594,18 @@ static int cannot_poll(int fd)
 	return err == -EPERM;
 }
 
+/*
+ * io_wq_submit_work polls for a multishot request only on a file that is
+ * O_NONBLOCK or FMODE_NOWAIT; on another it drops multishot and makes one
+ * blocking attempt.  Sockets and pipes are FMODE_NOWAIT; a ring's own file
+ * is not (a multishot RECV there fails with -ENOTSOCK at once).
+ */
+static int wq_single_shot(int fd)
+{
+	long fl = sys_call3(SYS_fcntl, fd, F_GETFL, 0);
+	return fl >= 0 && !(fl & O_NONBLOCK) && ring_is_fd(fd);
+}
+
 static int polls_first(const struct io_uring_sqe *sqe)
 {
 	return sqe->opcode == IORING_OP_RECV && (sqe->ioprio & IORING_RECVSEND_POLL_FIRST);
@@ -1632,7 +1644,8 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	 * READ_MULTISHOT on a file that polls or nothing (io_read_mshot). */
 	else if ((r->to_wq || def->select != SELECT_WHEN_READABLE) && !fixed && cannot_poll(sqe->fd))
 		res = -EBADFD;
-	else if (!polls_first(sqe) && !r->to_wq && not_a_socket(sqe, def))
+	else if (!polls_first(sqe) && (!r->to_wq || (!fixed && wq_single_shot(sqe->fd))) &&
+		 not_a_socket(sqe, def))
 		res = -ENOTSOCK;
 	else if (!r->to_wq && polling_without_waiting(sqe))
 		res = -EAGAIN;

@@ -23,7 +23,9 @@
  *   chain the batch leaves open: io_queue_sqe_fallback) on a file that
  *   cannot poll fails with -EBADFD (io_wq_submit_work), not -ENOTSOCK (a
  *   drained one too: io_init_req forces it to io-wq); on
- *   a pipe it polls first, and fails with -ENOTSOCK when data comes.
+ *   a pipe it polls first, and fails with -ENOTSOCK when data comes; on
+ *   the ring's own fd (neither O_NONBLOCK nor FMODE_NOWAIT) it is one
+ *   attempt, -ENOTSOCK at once.
  *   It polls before any attempt: on an idle socket with no such group, with
  *   MSG_DONTWAIT too, it waits, and fails with -ENOBUFS when data comes.
  * - IOSQE_CQE_SKIP_SUCCESS turns IOSQE_IO_DRAIN off for the ring only on an
@@ -342,6 +344,11 @@ int main(void)
 	expect_pending(&ring, "multishot RECV on a pipe from io-wq");
 	write_all(p[1], "x", 1);
 	reap_show(&ring, 1, NULL);
+	note("multishot RECV on the ring's own fd with IOSQE_ASYNC: one attempt, -ENOTSOCK at once");
+	sqe = prep_recv_sel(&ring, ring.ring_fd, 0, 0, 6, 170);
+	sqe->ioprio = IORING_RECV_MULTISHOT;
+	sqe->flags |= IOSQE_ASYNC;
+	run_one(&ring, sqe, 170, NULL);
 	note("the group still has both buffers");
 	run_one(&ring, prep_read_sel(&ring, p[0], 0, 6, 0, 40), 40, &g);
 	run_one(&ring, prep_read_sel(&ring, tf, 0, 6, 0, 41), 41, &g);
