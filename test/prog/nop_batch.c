@@ -2,7 +2,8 @@
  * Batches of NOPs: proves the enter return value, CQE order within a batch,
  * IOSQE_IO_DRAIN ordering and IOSQE_CQE_SKIP_SUCCESS suppression all survive
  * the shadow ring. NOPs complete inline in submission order, and a drained
- * request waits for everything before it, so arrival order is printed as is.
+ * request waits for everything before it, so arrival order is printed as is
+ * (but for the requests the drain sends to io-wq, sorted).
  * Right after io_uring_submit returns, inline NOP completions are already in
  * the CQ on a ring that never used DRAIN (checked in batch 2); once DRAIN was
  * used, completions go through the defer path and may land a moment later.
@@ -49,7 +50,11 @@ int main(void)
 	for (unsigned i = 0; i < 6; i++)
 		nop(&ring, 300 + i, i == 3 ? IOSQE_IO_DRAIN : 0);
 	submit_expect(&ring, 6);
-	reap_print(&ring, 6);
+	/* The drain holds 303 until 300-302 are done; while it is active
+	 * io_init_req forces 303-305 to io-wq, whose workers finish them in
+	 * either order (305 before 304 once in a CI run, natively as much). */
+	reap_print(&ring, 3);
+	reap_print_sorted(&ring, 3);
 
 	note("batch 4: skip success on even user_data");
 	for (unsigned i = 0; i < 8; i++)
