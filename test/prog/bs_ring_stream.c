@@ -59,16 +59,6 @@ static void provide_raw(struct io_uring *ring, uint64_t addr, unsigned len, unsi
 	run_one(ring, sqe, 100 + bid, NULL);
 }
 
-static struct io_uring_sqe *read_sel(struct io_uring *ring, int fd, unsigned bgid, unsigned long long ud)
-{
-	struct io_uring_sqe *sqe = get_sqe(ring);
-	io_uring_prep_read(sqe, fd, NULL, 32, (uint64_t)-1);
-	sqe->flags = IOSQE_BUFFER_SELECT;
-	sqe->buf_group = (__u16)bgid;
-	sqe->user_data = ud;
-	return sqe;
-}
-
 /*
  * READ_MULTISHOT's first attempt on a head entry that fails it, on an idle
  * pipe and with data there: the CQE comes at submission.
@@ -237,7 +227,7 @@ int main(void)
 		reap_stream(&ring, &g);
 		show_status_on(ring.ring_fd, 7);
 		note("a READ after it meets the entry again");
-		run_one(&ring, read_sel(&ring, p[0], 7, 29), 29, &g);
+		run_one(&ring, prep_read_sel(&ring, p[0], 32, 7, (uint64_t)-1, 29), 29, &g);
 		show_status_on(ring.ring_fd, 7);
 		unreg_ring_on(ring.ring_fd, 7);
 
@@ -247,7 +237,7 @@ int main(void)
 		read_multi(&ring, p[0], 8, 30);
 		submit_expect(&ring, 1);
 		reap_show(&ring, 1, &g);
-		run_one(&ring, read_sel(&ring, p[0], 8, 31), 31, &g);
+		run_one(&ring, prep_read_sel(&ring, p[0], 32, 8, (uint64_t)-1, 31), 31, &g);
 		note("and at a later step");
 		provide_raw(&ring, (uintptr_t)arena_buf(&g, 3), 32, 8, 3);
 		provide_raw(&ring, 0, 32, 8, 4);
@@ -256,7 +246,7 @@ int main(void)
 		submit_expect(&ring, 1);
 		write_apart(p[1], two, 2);
 		reap_stream(&ring, &g);
-		run_one(&ring, read_sel(&ring, p[0], 8, 33), 33, &g);
+		run_one(&ring, prep_read_sel(&ring, p[0], 32, 8, (uint64_t)-1, 33), 33, &g);
 		empty_pipe(p[0], "the pipe");
 		close(p[0]);
 		close(p[1]);
