@@ -6,6 +6,7 @@
 #   make bench      the A/B benchmark suite (make bench-quick: a shorter one)
 #   make liburing-suite  liburing's own test suite natively and under bufsel in each mode
 #   make liburing-examples  liburing's proxy and UDP echo examples, every byte, under bufsel
+#   make vm-test    the programs native and under bufsel on Debian 11's Linux 5.10, in qemu
 #   make install PREFIX=/usr/local
 
 B        ?= build
@@ -173,6 +174,14 @@ liburing-suite: all
 liburing-examples: all
 	LIBURING_TARBALL=$(LIBURING_TARBALL) B=$(B) bash test/liburing/examples.sh
 
+# bufsel on a real Linux 5.10 (Debian 11's kernel, fetched with apt-get into
+# $(B)/vm) under qemu: each program natively and under bufsel in the guest,
+# liburing's buffer-ring tests under bufsel; the guest's verdict is the exit
+# status (test/vm/run.sh).  VM_PROGRAMS=, VM_LIBURING=0, VM_TIMEOUT=.
+.PHONY: vm-test
+vm-test: all $(PROG_BINS)
+	LIBURING_TARBALL=$(LIBURING_TARBALL) B=$(B) bash test/vm/run.sh
+
 # Static analysis of the sources (what make builds, with its -std=gnu11 -I.):
 # cppcheck with test/cppcheck.supp, clang-tidy with .clang-tidy, one file per
 # job.  Any finding fails.  Needs cppcheck and clang-tidy (Debian 12).
@@ -339,4 +348,4 @@ install: all
 clean:
 	rm -rf build build-asan
 
--include $(shell find $(B) build-asan -name '*.d' 2>/dev/null)
+-include $(shell find $(B) build-asan -path '*/vm' -prune -o -name '*.d' -type f -print 2>/dev/null)

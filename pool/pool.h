@@ -269,6 +269,9 @@ struct pool_ring {
 	void *mem;		/* the caller's own mapping of the ring, or NULL */
 	size_t mem_len;
 	int mem_fd;		/* the caller's fd of that memory, or -1 */
+	uint64_t user_addr;	/* a ring in the program's memory that the caller
+				 * moved into mem (its pages, pinned): where the
+				 * program maps it; 0 for none */
 };
 
 /* The ring's tail as the program published it. */

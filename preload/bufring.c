@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -148,6 +149,41 @@ static void release_mem(const struct pool_ring *ring)
 		sys_close(ring->mem_fd);
 }
 
+/*
+ * The kernel pins a ring's pages at registration, so a program may unmap
+ * its ring before the kernel is done with it: liburing's tests close the
+ * ring, which is not always a call bufsel sees (an inline close under the
+ * seccomp filter), and unmap its buffer ring at once, while bufsel's mover
+ * may still be selecting from it.  bufsel pins the same way: the ring's
+ * contents move into shared memory of bufsel's, mapped at the program's
+ * address in place of its pages and again for bufsel, whose mapping lasts
+ * until the ring is unregistered or ends.  A fork's child gets back pages
+ * of its own (bufring_after_fork), as it would natively.
+ */
+static long pin_user_ring(struct pool_ring *ring, uint64_t addr, size_t len)
+{
+	void *mem = setup_shared_mem(len, &ring->mem_fd);
+	if (sys_is_err((long)mem))
+		return -ENOMEM;
+	ring->mem = mem;
+	ring->mem_len = len;
+	long m = copy_from_prog(mem, (void *)(uintptr_t)addr, len);
+	if (!m)
+		m = ring->mem_fd >= 0 ? (long)sys_mmap((void *)(uintptr_t)addr, len, PROT_READ | PROT_WRITE,
+						   MAP_SHARED | MAP_FIXED, ring->mem_fd, 0)
+				      : sys_call6(SYS_mremap, (long)mem, 0, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED,
+						  (long)addr, 0);
+	if (sys_is_err(m)) {
+		release_mem(ring);
+		ring->mem = NULL;
+		ring->mem_fd = -1;
+		return m == -EFAULT ? -EFAULT : -ENOMEM;
+	}
+	ring->entries = mem;
+	ring->user_addr = addr;
+	return 0;
+}
+
 static long register_ring(struct ring *r, const struct bufring_reg *reg)
 {
 	if (!resv_zero(reg->resv, 5))
@@ -175,9 +211,10 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 		ring.entries = mem;
 	} else {
 		long err = uaccess_user_region(reg->ring_addr, len);
+		if (!err)
+			err = pin_user_ring(&ring, reg->ring_addr, len);
 		if (err)
 			return err;
-		ring.entries = (struct pool_ring_entry *)(uintptr_t)reg->ring_addr;
 	}
 	spin_lock(&r->x->pool_lock);
 	long ret = pool_ring_emulate(r->x->pool, reg->bgid, &ring);
@@ -325,5 +362,37 @@ void bufring_release(struct ring *r)
 		return;
 	spin_lock(&r->x->pool_lock);
 	pool_for_each_ring(r->x->pool, unmap_ring, NULL);
+	spin_unlock(&r->x->pool_lock);
+}
+
+/*
+ * In a fork's child the program's view of a pinned ring is still the
+ * parent's shared memory; natively the child has its own copy of the
+ * ring's pages (the kernel keeps reading the parent's).  Each gets a
+ * private copy back, if the program still maps it there: a range that
+ * now holds anything else is left alone.
+ */
+static void unshare_ring(uint16_t bgid, const struct pool_ring *ring, void *arg)
+{
+	(void)bgid;
+	(void)arg;
+	if (!ring->user_addr || !ring->mem)
+		return;
+	void *copy = sys_mmap(NULL, ring->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sys_is_err((long)copy))
+		return;
+	if (copy_from_prog(copy, (void *)(uintptr_t)ring->user_addr, ring->mem_len) ||
+	    memcmp(copy, ring->mem, ring->mem_len) ||
+	    sys_is_err(sys_call6(SYS_mremap, (long)copy, (long)ring->mem_len, (long)ring->mem_len,
+				 MREMAP_MAYMOVE | MREMAP_FIXED, (long)ring->user_addr, 0)))
+		sys_munmap(copy, ring->mem_len);
+}
+
+void bufring_after_fork(struct ring *r)
+{
+	if (!r->x || !r->x->pool)
+		return;
+	spin_lock(&r->x->pool_lock);
+	pool_for_each_ring(r->x->pool, unshare_ring, NULL);
 	spin_unlock(&r->x->pool_lock);
 }

@@ -31,5 +31,7 @@ long bufring_register(struct ring *r, unsigned opcode, const long a[6]);
 long bufring_mmap(struct ring *r, const long a[6]);
 /* The ring goes in this process: bufsel's mappings of its rings go too. */
 void bufring_release(struct ring *r);
+/* In a fork's child: the program's pinned rings become its own again. */
+void bufring_after_fork(struct ring *r);
 
 #endif

@@ -774,6 +774,7 @@ void ring_after_fork(void)
 		if (!r->x)
 			continue;
 		__atomic_store_n(&r->x->forked, 1, __ATOMIC_RELAXED);
+		bufring_after_fork(r);
 		/* Its requests are tagged with a number of its own; the ones
 		 * it inherited are the parent's, which answers their CQEs. */
 		unsigned proc = atomic_fetch_add(&r->x->nprocs, 1) + 1;

@@ -1,0 +1,128 @@
+#!/bin/busybox sh
+# /init of make vm-test's guest (test/vm/run.sh builds the initramfs): runs
+# bufsel's programs natively and under bufsel on the guest's kernel, prints
+# the table, and powers off.  Its last line, "vm-test: result ...", is the
+# verdict the host reads off the serial console.
+#
+# /bufsel/programs: "name class timeout", class one of
+#   same      the kernel has what the program uses: under bufsel its stdout
+#             and exit status equal the native ones on this kernel;
+#   emulated  it uses what this kernel lacks (buffer rings, multishot
+#             receive, bundles, incremental consumption, READ_MULTISHOT):
+#             under bufsel, with no variable set, it must print what it
+#             printed natively on the host's kernel (/bufsel/expected) and
+#             exit 0; the native run here is shown, and must not pass.
+# /bufsel/liburing/*.t: liburing's buffer-ring tests; under bufsel they
+# must pass (exit 0); natively here they are shown.
+/bin/busybox --install -s /bin
+export PATH=/bin HOME=/tmp
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
+ip link set lo up
+ulimit -l unlimited
+echo "vm-test: uname -r $(uname -r)"
+echo "vm-test: $(cat /proc/version)"
+
+LIB=/bufsel/libbufsel.so
+# Timeouts: the program's own (test/integration/compare.c's table) times
+# SCALE, since qemu without KVM runs the guest several times slower.
+SCALE=3
+t_start=$(date +%s)
+fail=0
+pass=0
+# status NAME TIMEOUT OUT ERR [ENV...] -- runs /bufsel/prog/NAME in /tmp/run.
+run() {
+	n=$1 t=$2 out=$3 err=$4
+	shift 4
+	rm -rf /tmp/run && mkdir /tmp/run
+	(cd /tmp/run && exec env -i PATH=/bin HOME=/tmp "$@" timeout -s KILL $((t * SCALE)) /bufsel/prog/$n) >"$out" 2>"$err"
+	echo $?
+}
+same_out() { cmp -s "$1" "$2"; }
+# The library's exit report: bufsel was loaded and saw the program's setup;
+# a run killed at its timeout has none, and any line of bufsel's will do.
+loaded() {
+	grep -q '^bufsel: exit: ' "$1" || { [ "$2" = 137 ] && grep -q '^bufsel: ' "$1"; }
+}
+show() {
+	echo "--- $1: $2"
+	diff "$3" "$4" | head -n 20
+	tail -n 8 "$5"
+}
+
+echo
+echo "| program | class | native $(uname -r) | bufsel | verdict | s |"
+echo "|---|---|---|---|---|---|"
+while read -r n class t; do
+	case $n in ''|'#'*) continue ;; esac
+	t0=$(date +%s)
+	# A program that needs what this kernel lacks may wait for ever
+	# natively: that it does not pass shows in a few seconds.
+	nt=$t
+	[ $class = emulated ] && [ "$nt" -gt 5 ] && nt=5
+	nrc=$(run "$n" "$nt" /tmp/n.out /tmp/n.err)
+	brc=$(run "$n" "$t" /tmp/b.out /tmp/b.err LD_PRELOAD=$LIB BUFSEL_LOG=info)
+	verdict=ok
+	case $class in
+	same)
+		if [ "$nrc" != "$brc" ] || ! same_out /tmp/n.out /tmp/b.out; then
+			verdict=DIFFERS
+		elif ! loaded /tmp/b.err "$brc"; then
+			verdict=NOT-LOADED
+		fi
+		;;
+	emulated)
+		if [ "$brc" != 0 ] || ! same_out /bufsel/expected/$n.out /tmp/b.out; then
+			verdict=DIFFERS
+		elif ! loaded /tmp/b.err "$brc"; then
+			verdict=NOT-LOADED
+		elif [ "$nrc" = 0 ] && same_out /bufsel/expected/$n.out /tmp/n.out; then
+			verdict=NATIVE-HAS-IT
+		fi
+		;;
+	*) verdict=BAD-CLASS ;;
+	esac
+	echo "| $n | $class | exit $nrc | exit $brc | $verdict | $(($(date +%s) - t0)) |"
+	if [ $verdict = ok ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		if [ $class = same ]; then
+			show "$n" "native ($nrc) against bufsel ($brc)" /tmp/n.out /tmp/b.out /tmp/b.err
+		else
+			show "$n" "host's native against bufsel ($brc)" /bufsel/expected/$n.out /tmp/b.out /tmp/b.err
+		fi
+	fi
+done </bufsel/programs
+
+if [ -d /bufsel/liburing ]; then
+	echo
+	echo "| liburing test | native $(uname -r) | bufsel | verdict | s |"
+	echo "|---|---|---|---|---|"
+	for f in /bufsel/liburing/*.t; do
+		n=${f##*/}
+		t0=$(date +%s)
+		rm -rf /tmp/run && mkdir /tmp/run
+		nrc=$(cd /tmp/run && env -i PATH=/bin HOME=/tmp timeout -s KILL $((30 * SCALE)) "$f" >/tmp/n.out 2>&1; echo $?)
+		rm -rf /tmp/run && mkdir /tmp/run
+		brc=$(cd /tmp/run && env -i PATH=/bin HOME=/tmp LD_PRELOAD=$LIB timeout -s KILL $((30 * SCALE)) "$f" >/tmp/b.out 2>&1; echo $?)
+		if [ "$brc" = 0 ]; then
+			verdict=ok
+			pass=$((pass + 1))
+		else
+			verdict=FAILS
+			fail=$((fail + 1))
+		fi
+		echo "| ${n%.t} | exit $nrc | exit $brc | $verdict | $(($(date +%s) - t0)) |"
+		[ $verdict = ok ] || tail -n 10 /tmp/b.out
+	done
+fi
+
+echo
+echo "vm-test: $(($(date +%s) - t_start)) s in the guest"
+echo "vm-test: result $(uname -r) pass=$pass fail=$fail"
+sync
+poweroff -f
