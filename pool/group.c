@@ -172,6 +172,7 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 			held_clear(g, s->bid);
 	}
 	g->count += k;
+	g->vanished = 0;
 	/* cppcheck 2.10 wrongly takes len for less than 1 after the clamp above. */
 	// cppcheck-suppress knownConditionTrueFalse
 	if (len > g->buf_len)
@@ -193,16 +194,28 @@ void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a)
 	trim(g, a);
 }
 
+/* Newest first, a removal of fewer than all skips the group's first buffer
+ * (slots[head]), the list head it was in the kernel: it moves up by k. */
+static uint32_t skips_first(const struct group *g, uint32_t k)
+{
+	return g->newest_first && k < g->count;
+}
+
 uint32_t group_remove(struct group *g, uint32_t nbufs, struct pool_slot *kept, const struct pool_allocator *a)
 {
 	uint32_t k = nbufs < g->count ? nbufs : g->count;
 	if (!k)
 		return 0;
+	uint32_t skip = skips_first(g, k);
 	for (uint32_t i = 0; kept && i < k; i++)
-		kept[i] = g->slots[(g->head + i) & mask(g)];
+		kept[i] = g->slots[(g->head + skip + i) & mask(g)];
+	if (skip)
+		g->slots[(g->head + k) & mask(g)] = g->slots[g->head];
 	g->head = (g->head + k) & mask(g);
 	g->count -= k;
 	g->removed += k;
+	if (g->newest_first && !g->count)
+		g->vanished = 1;
 	trim(g, a);
 	return k;
 }
@@ -213,11 +226,16 @@ int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, co
 	int ret = reserve(g, (uint64_t)g->count + g->in_use + k, a);
 	if (ret)
 		return ret;
+	/* Undone, the removal skipped the first buffer if it would now. */
+	uint32_t skip = g->newest_first && g->count;
 	g->head = (g->head - k) & mask(g);
+	if (skip)
+		g->slots[g->head] = g->slots[(g->head + k) & mask(g)];
 	for (uint32_t i = 0; i < k; i++)
-		g->slots[(g->head + i) & mask(g)] = kept[i];
+		g->slots[(g->head + skip + i) & mask(g)] = kept[i];
 	g->count += k;
 	g->removed -= k;
+	g->vanished = 0;
 	return 0;
 }
 
@@ -255,15 +273,20 @@ void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, stru
 	g->in_use_hist[pool_hist_bucket(g->in_use)]++;
 }
 
-int group_select(struct group *g, struct pool_buf *out, int count)
+int group_select(struct group *g, struct pool_buf *out, int count, int oldest)
 {
 	int ret = group_admit(g, !g->count, count);
 	if (ret)
 		return ret;
-	const struct pool_slot *s = &g->slots[g->head];
+	int newest = g->newest_first && !oldest;
+	const struct pool_slot *s = group_next(g, oldest);
 	group_took(g, s->addr, s->len, s->bid, out);
-	g->head = (g->head + 1) & mask(g);
+	out->oldest = (uint8_t)!!oldest;
+	if (!newest)
+		g->head = (g->head + 1) & mask(g);
 	g->count--;
+	if (newest && !g->count)
+		g->vanished = 1;
 	return 0;
 }
 
@@ -274,15 +297,19 @@ void group_putback(struct group *g, const struct pool_buf *b)
 		ring_putback(g, b);
 	if (g->kind != GROUP_LEGACY)
 		return;
-	/* cap >= count + in_use held before the decrement, so there is room. */
-	g->head = (g->head - 1) & mask(g);
-	g->slots[g->head] = (struct pool_slot){
+	/* cap >= count + in_use held before the decrement, so there is room.
+	 * It goes where the next selection takes from. */
+	int newest = g->newest_first && !b->oldest;
+	if (!newest)
+		g->head = (g->head - 1) & mask(g);
+	g->slots[newest ? (g->head + g->count) & mask(g) : g->head] = (struct pool_slot){
 		.addr = b->addr,
 		.len = b->len < POOL_MAX_RW_COUNT ? b->len : POOL_MAX_RW_COUNT,
 		.bid = b->bid,
 	};
 	g->count++;
 	g->returned++;
+	g->vanished = 0;
 }
 
 void group_delivered(struct group *g, int64_t used)

@@ -78,7 +78,19 @@ struct group {
 	 * kept for the report (1: bufsel's ring, 2: the kernel's, watched)
 	 * until the id starts another. */
 	uint8_t ended;
+	/* A legacy group under POOL_NEWEST_FIRST (pool.h): the deque's tail
+	 * is taken first and its head (the group's first buffer) last; an
+	 * emptied group has ended until it is provided to again. */
+	uint8_t newest_first, vanished;
 };
+
+/* The buffer a legacy group's next selection takes (count > 0); oldest: one
+ * made as the kernels with FIFO groups make it (POOL_SEL_OLDEST). */
+static inline const struct pool_slot *group_next(const struct group *g, int oldest)
+{
+	uint32_t at = g->newest_first && !oldest ? g->head + g->count - 1 : g->head;
+	return &g->slots[at & (g->cap - 1)];
+}
 
 /* Is the id a buffer ring, the kernel's or bufsel's?  Both refuse
  * PROVIDE_BUFFERS and REMOVE_BUFFERS and a second registration. */
@@ -130,7 +142,7 @@ void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, stru
 void held_clear(struct group *g, uint16_t bid);
 /* Head of a legacy group, its len clamped to the policy's max_len: 0 or
  * -ENOBUFS (empty, capped or injected, in that order). */
-int group_select(struct group *g, struct pool_buf *out, int count);
+int group_select(struct group *g, struct pool_buf *out, int count, int oldest);
 /* One of in_use comes back (the caller checked in_use > 0): to the head if
  * legacy, else dropped. */
 void group_putback(struct group *g, const struct pool_buf *b);

@@ -124,6 +124,11 @@ static void policy_lookup(struct pool *p, struct group *g)
 	policy_apply(g, &pol);
 }
 
+void pool_set_legacy_rules(struct pool *p, unsigned rules)
+{
+	p->legacy_rules = rules;
+}
+
 int pool_provide(struct pool *p, const struct pool_provide *r)
 {
 	int ret = pool_provide_prep(r);
@@ -143,6 +148,7 @@ int pool_provide(struct pool *p, const struct pool_provide *r)
 			return ret;
 		policy_lookup(p, g);
 	}
+	g->newest_first = !!(p->legacy_rules & POOL_NEWEST_FIRST);
 	return group_add(g, r, &p->a);
 }
 
@@ -171,7 +177,7 @@ static int remove_bufs(struct pool *p, const struct pool_remove *r, struct pool_
 	if (ret)
 		return ret;
 	struct group *g = table_get(p, r->bgid);
-	if (!g || g->kind == GROUP_GONE)
+	if (!g || g->kind == GROUP_GONE || (g->kind == GROUP_LEGACY && g->vanished))
 		return -ENOENT;
 	if (group_is_ring(g))
 		return -EINVAL;
@@ -207,12 +213,14 @@ void pool_remove_undo(struct pool *p, struct pool_kept *kept)
 	pool_kept_free(p, kept);
 }
 
-static int select_counted(struct pool *p, uint16_t bgid, struct pool_buf *out, int count)
+int pool_select_how(struct pool *p, uint16_t bgid, struct pool_buf *out, unsigned how)
 {
 	struct group *g = table_get(p, bgid);
 	if (!g || !group_selects(g))
 		return -ENOBUFS;
-	int ret = g->kind == GROUP_RING_EMU ? ring_select(g, out, count) : group_select(g, out, count);
+	int count = !(how & POOL_SEL_AGAIN);
+	int ret = g->kind == GROUP_RING_EMU ? ring_select(g, out, count)
+					    : group_select(g, out, count, !!(how & POOL_SEL_OLDEST));
 	if (!ret)
 		if (++p->outstanding > p->peak_outstanding)
 			p->peak_outstanding = p->outstanding;
@@ -221,12 +229,12 @@ static int select_counted(struct pool *p, uint16_t bgid, struct pool_buf *out, i
 
 int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)
 {
-	return select_counted(p, bgid, out, 1);
+	return pool_select_how(p, bgid, out, 0);
 }
 
 int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out)
 {
-	return select_counted(p, bgid, out, 0);
+	return pool_select_how(p, bgid, out, POOL_SEL_AGAIN);
 }
 
 int pool_select_bundle(struct pool *p, uint16_t bgid, struct pool_bundle *b, struct pool_buf *out)
@@ -277,12 +285,17 @@ int pool_has_group(const struct pool *p, uint16_t bgid)
 
 int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out)
 {
+	return pool_head_how(p, bgid, out, 0);
+}
+
+int pool_head_how(const struct pool *p, uint16_t bgid, struct pool_buf *out, unsigned how)
+{
 	const struct group *g = table_get(p, bgid);
 	if (g && g->kind == GROUP_RING_EMU)
 		return ring_peek(g, out);
 	if (!g || g->kind != GROUP_LEGACY || !g->count)
 		return -ENOBUFS;
-	const struct pool_slot *s = &g->slots[g->head];
+	const struct pool_slot *s = group_next(g, !!(how & POOL_SEL_OLDEST));
 	*out = (struct pool_buf){ .addr = s->addr, .len = s->len, .bid = s->bid, .bgid = g->bgid };
 	return 0;
 }

@@ -53,6 +53,7 @@ struct pool_buf {
 	uint32_t len;		/* already clamped to POOL_MAX_RW_COUNT */
 	uint16_t bid;
 	uint16_t bgid;
+	uint8_t oldest;		/* taken with POOL_SEL_OLDEST: it goes back there */
 };
 
 struct pool_provide {		/* the PROVIDE_BUFFERS SQE fields, raw */
@@ -161,6 +162,17 @@ int pool_create(struct pool **out);
 /* Frees every group: the ring is gone, and its buffers with it. */
 void pool_destroy(struct pool *p);
 
+/*
+ * The kernel's rules for legacy groups where they are not 6.18's.
+ * POOL_NEWEST_FIRST, the kernels before 5.18 (a group was a list whose
+ * head was its first buffer): a selection takes the newest buffer and the
+ * group's first one last; a removal takes the oldest after that first
+ * one; a group emptied by either ends (REMOVE_BUFFERS then -ENOENT) until
+ * a PROVIDE_BUFFERS starts it again.  Set before the first provide.
+ */
+#define POOL_NEWEST_FIRST 1u
+void pool_set_legacy_rules(struct pool *p, unsigned rules);
+
 /* What the kernel checks at submission (prep), in its order: 0 or -errno. */
 int pool_provide_prep(const struct pool_provide *r);
 /* Prep and issue: the CQE's res, 0 or -errno.  On -ENOMEM nothing was added
@@ -198,6 +210,18 @@ int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out);
 /* pool_select for a request whose earlier selection was refused and
  * counted: a refusal now is not counted again. */
 int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out);
+/*
+ * pool_select, pool_select_again and pool_head with how: POOL_SEL_AGAIN (a
+ * refusal is not counted again) and POOL_SEL_OLDEST, for a request only
+ * kernels from 5.19 on have (a multishot, bundle or poll-first receive,
+ * SEND, READ_MULTISHOT): it takes the oldest buffer, as those kernels do,
+ * whatever the group's rules (POOL_NEWEST_FIRST), and a put-back returns it
+ * where it came from.
+ */
+#define POOL_SEL_AGAIN 1u
+#define POOL_SEL_OLDEST 2u
+int pool_select_how(struct pool *p, uint16_t bgid, struct pool_buf *out, unsigned how);
+int pool_head_how(const struct pool *p, uint16_t bgid, struct pool_buf *out, unsigned how);
 /* Buffers in legacy group bgid now (0 if none or not legacy): what the
  * kernel's REQ_F_BL_EMPTY tells after a selection. */
 uint32_t pool_available(const struct pool *p, uint16_t bgid);

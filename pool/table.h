@@ -35,6 +35,7 @@ struct pool {
 	/* pool_set_policy: looked up when a legacy group is created. */
 	int (*policy_for)(uint16_t bgid, struct pool_policy *out, void *arg);
 	void *policy_arg;
+	unsigned legacy_rules;	/* POOL_NEWEST_FIRST, or 0: 6.18's */
 	struct table_chunk *dir[TABLE_FAN];
 };
 

@@ -314,6 +314,19 @@ long bufring_register(struct ring *r, unsigned opcode, const long a[6])
 	return emulated_ring(&reg) ? register_ring(r, &reg) : -ENOSYS;
 }
 
+/*
+ * An offset at which bufsel keeps no ring goes to the kernel when the kernel
+ * maps rings itself; one that does not (before 6.4: -EINVAL, an offset it
+ * does not know) gets 6.18's answer from bufsel, which gives the program
+ * the rings it lacks.
+ */
+static long not_ours(void)
+{
+	if (bufsel.conf.rings != BUFSEL_RINGS_AUTO)
+		return bufsel.conf.rings == BUFSEL_RINGS_KERNEL ? -ENOSYS : -ENOMEM;
+	return (kernel_rings() & KR_MMAP) ? -ENOSYS : -ENOMEM;
+}
+
 long bufring_mmap(struct ring *r, const long a[6])
 {
 	uint64_t off = (uint64_t)a[5];
@@ -324,12 +337,12 @@ long bufring_mmap(struct ring *r, const long a[6])
 	struct pool_ring ring;
 	uint16_t head;
 	if (!r->x->pool)
-		return -ENOSYS;
+		return not_ours();
 	spin_lock(&r->x->pool_lock);
 	long ret = pool_ring_get(r->x->pool, bgid, &ring, &head);
 	spin_unlock(&r->x->pool_lock);
 	if (ret)
-		return -ENOSYS;
+		return not_ours();
 	if (!ring.mem || !len || len > ring.mem_len)
 		return -EINVAL;
 	long m = ring.mem_fd >= 0

@@ -27,7 +27,8 @@ void bufring_watch_mmap(struct ring *r, uint64_t off, long addr);
 /* io_uring_register for one of them on a shadowed ring: the result, or
  * -ENOSYS when the kernel answers (its ring, or rings left to it). */
 long bufring_register(struct ring *r, unsigned opcode, const long a[6]);
-/* mmap at IORING_OFF_PBUF_RING: the mapping, or -ENOSYS for the kernel's. */
+/* mmap at IORING_OFF_PBUF_RING: the mapping, -ENOSYS for the kernel's, or
+ * -ENOMEM where neither keeps a ring (not_ours). */
 long bufring_mmap(struct ring *r, const long a[6]);
 /* The ring goes in this process: bufsel's mappings of its rings go too. */
 void bufring_release(struct ring *r);

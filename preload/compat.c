@@ -316,6 +316,11 @@ int compat_sqe_skip_shadowed(void)
 	return compat_kernel() && compat.shadow_offers && !known_index(T_SQE_FLAG, IOSQE_CQE_SKIP_SUCCESS_BIT);
 }
 
+unsigned compat_setup_lacked(unsigned flags)
+{
+	return compat_kernel() || !compat.shadow_offers ? 0 : flags & SHADOW_SETUP;
+}
+
 unsigned compat_setup_shadowed(unsigned flags)
 {
 	if (!compat_kernel() || !compat.shadow_offers)

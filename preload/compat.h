@@ -27,6 +27,10 @@ int compat_register_opcode(unsigned opcode);
  * shadow ring gives instead (accepted by compat_setup_flags, kept from the
  * kernel beneath). */
 unsigned compat_setup_shadowed(unsigned flags);
+/* With no kernel emulated, the flags among flags that the shadow gives if
+ * the kernel beneath refuses them (its -EINVAL for the ring with them:
+ * Linux 5.10 knows none of them, as make vm-test shows), 0 otherwise. */
+unsigned compat_setup_lacked(unsigned flags);
 /* Is IOSQE_CQE_SKIP_SUCCESS one the emulated kernel lacks and bufsel gives
  * (its SQEs reach the kernel without it, the hooks' skip drops the CQE)? */
 int compat_sqe_skip_shadowed(void);

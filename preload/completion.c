@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "preload/kernel_ops.h"
 #include "preload/log.h"
 #include "preload/req.h"
 #include "preload/ring.h"
@@ -123,9 +124,11 @@ static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, 
  */
 static unsigned sock_nonempty_asked(const struct req *q, int res);
 
+/* A kernel without the flag (before 5.19) never sets it: bufsel works it
+ * out itself. */
 static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 {
-	if (!bufsel.conf.kernel || bufsel.conf.kernel >= KERNEL_SOCK_NONEMPTY)
+	if (kernel_sets_sock_nonempty())
 		return kflags & IORING_CQE_F_SOCK_NONEMPTY;
 	return sock_nonempty_asked(q, res);
 }
@@ -340,7 +343,7 @@ static int select_for_eof(struct ring *r, struct req *q)
 {
 	struct pool_buf b;
 	spin_lock(&r->x->pool_lock);
-	int res = pool_select(r->x->pool, q->orig.buf_group, &b);
+	int res = pool_select_how(r->x->pool, q->orig.buf_group, &b, sel_how(&q->orig));
 	if (!res) {
 		pool_putback(r->x->pool, &b);
 		if (!b.addr || rewrite_entry_unreachable(&b, q->want))
@@ -599,6 +602,14 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	else
 		pool_putback(r->x->pool, &q->buf);
 	spin_unlock(&r->x->pool_lock);
+	if (res == -EOPNOTSUPP && q->orig.opcode == OP_READ_MULTISHOT_NR && !(q->flags & REQ_READ_WAITS)) {
+		/* The step's RWF_NOWAIT, refused at prep (read_waits in
+		 * rewrite.c): nothing was read; it polls and reads again. */
+		q->flags |= REQ_READ_WAITS;
+		rewrite_multi_poll(r, q);
+		make_ready(r, q);
+		return 0;
+	}
 	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
 		/* The data went elsewhere: wait for more.  A RECV keeps the
 		 * length of the buffer it tried (first_attempt in rewrite.c);

@@ -20,6 +20,7 @@
 
 #include "pool/pool.h"
 #include "preload/spin.h"
+#include "preload/uring_abi.h"
 
 #define REQ_TAG_MAGIC 0xb5e1000000000000ULL
 #define REQ_TAG_MASK 0xffff000000000000ULL
@@ -30,6 +31,19 @@
 static inline uint32_t cqe_buf_flags(uint16_t bid)
 {
 	return IORING_CQE_F_BUFFER | ((uint32_t)bid << IORING_CQE_BUFFER_SHIFT);
+}
+
+/* How a legacy group selects for this request (pool.h): one that only the
+ * kernels whose groups are FIFO (5.19 on) have takes the oldest buffer, as
+ * they do, on a kernel whose groups select the newest first. */
+static inline unsigned sel_how(const struct io_uring_sqe *sqe)
+{
+	if (sqe->opcode == OP_READ_MULTISHOT_NR || sqe->opcode == IORING_OP_SEND)
+		return POOL_SEL_OLDEST;
+	if ((sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_RECVMSG) &&
+	    (sqe->ioprio & (IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST | IORING_RECVSEND_BUNDLE)))
+		return POOL_SEL_OLDEST;
+	return 0;
 }
 
 /*
@@ -93,6 +107,9 @@ enum req_flags {
 	REQ_IN_CHAIN = 1 << 16,		/* SKIP: an earlier SQE links to it, so its
 					 * -ECANCELED is the chain's, not its own failure */
 	REQ_WATCH_BUNDLE = 1 << 17,	/* WATCH: a bundle, whose CQE may span entries */
+	REQ_READ_WAITS = 1 << 18,	/* RECV_MULTI, READ_MULTISHOT: the kernel refused
+					 * RWF_NOWAIT on the file (pipes before 5.12):
+					 * each step's READ is a plain one, after its poll */
 	REQ_COMMITTED = 1 << 14,	/* an incremental ring's entry committed at selection
 					 * (io_should_commit): its CQE takes cflags, the pool
 					 * has nothing more to do */

@@ -53,9 +53,6 @@
 	(IOSQE_FIXED_FILE | IOSQE_IO_DRAIN | IOSQE_IO_LINK | IOSQE_IO_HARDLINK |         \
 	 IOSQE_ASYNC | IOSQE_BUFFER_SELECT | IOSQE_CQE_SKIP_SUCCESS)
 #define SQE_LINK_FLAGS (IOSQE_IO_LINK | IOSQE_IO_HARDLINK)
-#ifndef IORING_RECVSEND_BUNDLE
-#define IORING_RECVSEND_BUNDLE (1U << 4)	/* 6.10 */
-#endif
 #ifndef IORING_TIMEOUT_MULTISHOT
 #define IORING_TIMEOUT_MULTISHOT (1U << 6)	/* 6.4 */
 #endif
@@ -956,7 +953,7 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		return 0;
 	}
 	spin_lock(&r->x->pool_lock);
-	int res = pool_select(r->x->pool, sqe->buf_group, &q->buf);
+	int res = pool_select_how(r->x->pool, sqe->buf_group, &q->buf, sel_how(sqe));
 	if (res == -ENOBUFS && def->missing_enoent && !pool_has_group(r->x->pool, sqe->buf_group))
 		res = -ENOENT;
 	spin_unlock(&r->x->pool_lock);
@@ -1096,7 +1093,7 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 	*took = 0;
 	*keep = 0;
 	spin_lock(&r->x->pool_lock);
-	int res = pool_head(r->x->pool, sqe->buf_group, &b);
+	int res = pool_head_how(r->x->pool, sqe->buf_group, &b, sel_how(sqe));
 	if (!res && !b.addr) {
 		res = -ENOBUFS;
 		/* io_recvmsg returns before it records the ring it selected
@@ -1106,7 +1103,7 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 		else if (pool_kind(r->x->pool, sqe->buf_group) == POOL_EMULATED_RING)
 			*taken = b, *took = ATTEMPT_NAMED;
 		else
-			*took = !pool_select(r->x->pool, sqe->buf_group, taken) ? ATTEMPT_TOOK : 0;
+			*took = !pool_select_how(r->x->pool, sqe->buf_group, taken, sel_how(sqe)) ? ATTEMPT_TOOK : 0;
 	} else if (!res && multi && def->buf == BUF_MSGHDR) {
 		uint32_t room = sel_len(want, b.len);
 		if (sizeof(struct io_uring_recvmsg_out) + tmpl->msg_namelen + tmpl->msg_controllen > room)
@@ -1303,7 +1300,7 @@ static int recvmsg_reads_nothing(struct ring *r, const struct io_uring_sqe *sqe,
 {
 	struct pool_buf b;
 	spin_lock(&r->x->pool_lock);
-	int res = pool_head(r->x->pool, sqe->buf_group, &b);
+	int res = pool_head_how(r->x->pool, sqe->buf_group, &b, sel_how(sqe));
 	spin_unlock(&r->x->pool_lock);
 	uint32_t len = sel_len(want, b.len);
 	return !res && len >= hdr && len - hdr > INT32_MAX && !(sqe->flags & IOSQE_FIXED_FILE) &&
@@ -1425,8 +1422,8 @@ int rewrite_bind_recv(struct ring *r, struct req *q, int again)
 	if (recv_bundle_on_ring(r, sqe))
 		return rebind_bundle(r, q, again);
 	spin_lock(&r->x->pool_lock);
-	int res = again ? pool_select_again(r->x->pool, sqe->buf_group, &q->buf)
-			: pool_select(r->x->pool, sqe->buf_group, &q->buf);
+	int res = pool_select_how(r->x->pool, sqe->buf_group, &q->buf,
+				  sel_how(sqe) | (again ? POOL_SEL_AGAIN : 0));
 	if (!res && !q->buf.addr) {
 		/* As at the first attempt (first_attempt, ring_read_attempt):
 		 * a ring's entry is never consumed here; RECVMSG names it. */
@@ -1522,12 +1519,25 @@ static int multi_bundle_recv(struct ring *r, struct req *q)
 	return 0;
 }
 
+/*
+ * A READ_MULTISHOT step reads only once its poll found data, with
+ * RWF_NOWAIT so that data another reader took first makes it wait again,
+ * not block.  A file without FMODE_NOWAIT refuses the flag at prep
+ * (-EOPNOTSUPP, nothing read: a pipe before 5.12, as make vm-test shows on
+ * 5.10); the step's completion then marks the request, and its steps are
+ * plain READs (complete_recv_multi).
+ */
+static int read_waits(const struct req *q)
+{
+	return !!(q->flags & REQ_READ_WAITS);
+}
+
 int rewrite_multi_recv(struct ring *r, struct req *q)
 {
 	if (recv_bundle_multi_on_ring(r, &q->orig))
 		return multi_bundle_recv(r, q);
 	spin_lock(&r->x->pool_lock);
-	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
+	int res = pool_select_how(r->x->pool, q->orig.buf_group, &q->buf, sel_how(&q->orig));
 	/* The kernel's retry after this receive's CQE comes at once, before
 	 * anything the program submits next: the group as this leaves it. */
 	q->emptied = !res && !pool_available(r->x->pool, q->orig.buf_group);
@@ -1607,7 +1617,7 @@ int rewrite_multi_recv(struct ring *r, struct req *q)
 		sqe->addr = q->buf.addr;
 		sqe->len = rw_count(q->buf.len);
 		sqe->off = (uint64_t)-1;
-		sqe->rw_flags = RWF_NOWAIT;
+		sqe->rw_flags = read_waits(q) ? 0 : RWF_NOWAIT;
 		break;
 	}
 	return 0;
@@ -1702,7 +1712,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		 * ends with 0, naming no buffer. */
 		struct pool_buf head;
 		spin_lock(&r->x->pool_lock);
-		res = pool_head(r->x->pool, sqe->buf_group, &head);
+		res = pool_head_how(r->x->pool, sqe->buf_group, &head, sel_how(sqe));
 		spin_unlock(&r->x->pool_lock);
 		if (!res)
 			res = ring_read_attempt(sqe, 0, &head, !fixed && !fd_readable(sqe->fd));
@@ -1718,7 +1728,7 @@ static struct req *select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 		 * at once with a header that says nothing came, in its entry. */
 		req_free(&r->reqs, q);
 		spin_lock(&r->x->pool_lock);
-		took = !pool_select(r->x->pool, sqe->buf_group, &taken);
+		took = !pool_select_how(r->x->pool, sqe->buf_group, &taken, sel_how(sqe));
 		spin_unlock(&r->x->pool_lock);
 		struct io_uring_recvmsg_out none = { 0 };
 		if (took)
@@ -1810,7 +1820,7 @@ int rewrite_bundle_send(struct ring *r, struct req *q)
 	if (group_kind(r, &q->orig) == POOL_EMULATED_RING)
 		return bundle_send_step(r, q);
 	spin_lock(&r->x->pool_lock);
-	int res = pool_select(r->x->pool, q->orig.buf_group, &q->buf);
+	int res = pool_select_how(r->x->pool, q->orig.buf_group, &q->buf, sel_how(&q->orig));
 	if (!res && !q->buf.addr) {
 		pool_consume(r->x->pool, &q->buf);
 		q->cflags = cqe_buf_flags(q->buf.bid);
@@ -1967,7 +1977,7 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 	int readable = fd_readable(sqe->fd);
 	struct pool_buf head;
 	spin_lock(&r->x->pool_lock);
-	res = pool_head(r->x->pool, sqe->buf_group, &head);
+	res = pool_head_how(r->x->pool, sqe->buf_group, &head, sel_how(sqe));
 	spin_unlock(&r->x->pool_lock);
 	if (!res)
 		res = ring_read_attempt(sqe, want, &head, !readable);

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 
 #include "preload/bufring.h"
+#include "preload/kernel_ops.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
@@ -210,12 +211,14 @@ static int policy_for(uint16_t bgid, struct pool_policy *out, void *arg)
 int ring_pool(struct ring *r)
 {
 	int err = 0;
+	unsigned rules = r->x->pool ? 0 : kernel_legacy_rules();
 	spin_lock(&r->x->pool_lock);
 	if (!r->x->pool) {
 		struct pool_allocator a = arena_pool_allocator(r->arena);
 		struct pool *p;
 		if (!(err = pool_create_with(&p, &a))) {
 			pool_set_policy(p, policy_for, NULL);
+			pool_set_legacy_rules(p, rules);
 			r->x->pool = p;
 		}
 	}

@@ -25,6 +25,7 @@
 #include "preload/bufring.h"
 #include "preload/compat.h"
 #include "preload/emulate.h"
+#include "preload/kernel_ops.h"
 #include "preload/uring_abi.h"
 #include "preload/log.h"
 #include "preload/mover.h"
@@ -451,6 +452,8 @@ long emu_setup(const long a[6])
 	if (compat_setup_flags(p.flags))
 		return -EINVAL;
 	unsigned shadowed = compat_setup_shadowed(p.flags);
+	int retried = 0;
+again:
 	if (shadowed) {
 		long err = shadowed_params_check(p.flags);
 		if (err)
@@ -462,6 +465,10 @@ long emu_setup(const long a[6])
 		if (shadowed)
 			return -EINVAL;
 		long fd = setup_forward(a);
+		if (fd == -EINVAL && !retried && (shadowed = kernel_setup_unknown(compat_setup_lacked(p.flags)))) {
+			retried = 1;
+			goto again;
+		}
 		if (fd >= 0)
 			log_once(BUFSEL_LOG_WARN, ONCE_UNSHADOWED, "ring fd %ld: setup flags 0x%x include 0x%x, which bufsel does not shadow: "
 				 "passed through to the kernel untouched", fd, p.flags,
@@ -489,6 +496,15 @@ long emu_setup(const long a[6])
 	if (p.flags & IORING_SETUP_SQPOLL)
 		sys_fd_table_grow();	/* before the kernel's SQ thread shares the table (sys.c) */
 	long fd = setup_real((unsigned)a[0], &p, &m);
+	unsigned lacked;
+	if (fd == -EINVAL && !retried && (lacked = kernel_setup_unknown(compat_setup_lacked(prog_flags) & ~shadowed))) {
+		/* The kernel beneath refused a flag the shadow gives. */
+		if (copy_from_prog(&p, up, sizeof(p)))
+			return -EFAULT;
+		shadowed |= lacked;
+		retried = 1;
+		goto again;
+	}
 	if (fd < 0)
 		return fd;
 	ring_fd_reused((int)fd);

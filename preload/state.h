@@ -48,6 +48,11 @@ struct bufsel_state {
 	/* What the running kernel's buffer rings can do (bufring.c), probed
 	 * once on a ring of bufsel's own; 0 until then. */
 	atomic_uint kernel_rings;
+	/* Opcodes the running kernel knows that stand for a release
+	 * (kernel_ops.c), probed the same way. */
+	atomic_uint kernel_ops;
+	/* Setup flags asked about that way, and those the kernel refused. */
+	atomic_uint setup_asked, setup_unknown;
 	struct bufsel_counters n;
 };
 

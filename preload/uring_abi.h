@@ -19,7 +19,6 @@
 /* Kernel versions (major << 8 | minor) where features bufsel cares about
  * arrived, for BUFSEL_KERNEL. */
 #define KERNEL_PBUF_RING 0x513		/* 5.19: IORING_REGISTER_PBUF_RING */
-#define KERNEL_SOCK_NONEMPTY 0x513	/* 5.19: IORING_CQE_F_SOCK_NONEMPTY */
 #define KERNEL_PBUF_RING_MMAP 0x604	/* 6.4: IOU_PBUF_RING_MMAP */
 #define KERNEL_PBUF_RING_INC 0x60c	/* 6.12: IOU_PBUF_RING_INC */
 
@@ -30,6 +29,9 @@
 #define BUFRING_OFF_MASK 0xf8000000ULL	/* IORING_OFF_MMAP_MASK */
 #define FEAT_RECVSEND_BUNDLE (1U << 14)	/* IORING_FEAT_RECVSEND_BUNDLE, 6.10 */
 #define OP_READ_MULTISHOT_NR 49		/* IORING_OP_READ_MULTISHOT, 6.7 */
+#ifndef IORING_RECVSEND_BUNDLE
+#define IORING_RECVSEND_BUNDLE (1U << 4)	/* 6.10 */
+#endif
 #ifndef IORING_CQE_F_BUF_MORE
 #define IORING_CQE_F_BUF_MORE (1U << 4)	/* 6.12: an incremental entry stays */
 #endif

@@ -1367,3 +1367,97 @@ Test(pool, every_allocation_failure_reports_enomem_and_keeps_the_pool_whole)
 	}
 	cr_assert_gt(failures, 0);
 }
+
+/* ---- the rules of the kernels before 5.18 (POOL_NEWEST_FIRST) ------------ */
+
+static void fresh_newest(void)
+{
+	fresh();
+	pool_set_legacy_rules(P, POOL_NEWEST_FIRST);
+}
+
+TestSuite(newest, .init = fresh_newest, .fini = done);
+
+static void takes(uint16_t bgid, const uint16_t *bids, int n)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(take(bgid).bid, bids[i], "selection %d", i);
+	struct pool_buf b;
+	cr_assert_eq(select_ret(bgid, &b), -ENOBUFS);
+}
+
+/* 5.10: the group's first buffer is the list head; selection takes the
+ * list's last entry, the head only when the list is empty. */
+Test(newest, selection_takes_the_newest_and_the_first_buffer_last)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 4, 0), 0);
+	cr_assert_eq(provide(1, 0x2000, 8, 2, 10), 0);
+	const uint16_t order[] = { 11, 10, 3, 2, 1, 0 };
+	takes(1, order, 6);
+}
+
+Test(newest, an_emptied_group_ends_until_provided_again)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 1, 0), 0);
+	(void)take(1);
+	cr_assert_eq(remove_n(1, 1), -ENOENT, "emptied by a selection");
+	cr_assert_eq(provide(1, 0x1000, 8, 2, 0), 0);
+	cr_assert_eq(remove_n(1, 5), 2);
+	cr_assert_eq(remove_n(1, 1), -ENOENT, "emptied by a removal");
+	cr_assert_eq(provide(1, 0x1000, 8, 1, 7), 0);
+	const uint16_t order[] = { 7 };
+	takes(1, order, 1);
+}
+
+/* __io_remove_buffers: the list's entries from its front, the head last. */
+Test(newest, removal_takes_the_oldest_after_the_first_buffer)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 4, 0), 0);
+	cr_assert_eq(provide(1, 0x2000, 8, 2, 10), 0);
+	cr_assert_eq(remove_n(1, 2), 2);
+	const uint16_t order[] = { 11, 10, 3, 0 };
+	takes(1, order, 4);
+}
+
+Test(newest, a_removal_undone_puts_every_buffer_back_in_place)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 4, 0), 0);
+	struct pool_kept kept;
+	struct pool_remove r = { .nbufs = 2, .bgid = 1 };
+	cr_assert_eq(pool_remove_kept(P, &r, &kept), 2);
+	checked();
+	pool_remove_undo(P, &kept);
+	checked();
+	const uint16_t order[] = { 3, 2, 1, 0 };
+	takes(1, order, 4);
+}
+
+Test(newest, a_put_back_buffer_is_the_next_selected)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 3, 0), 0);
+	struct pool_buf a = take(1);
+	cr_assert_eq(a.bid, 2);
+	putback(&a);
+	const uint16_t order[] = { 2, 1, 0 };
+	takes(1, order, 3);
+}
+
+/* A request only FIFO kernels have (multishot, bundles, SEND,
+ * READ_MULTISHOT) selects as they do, on the same group, and its put-back
+ * buffer returns to where it was taken from. */
+Test(newest, a_request_of_the_newer_kernels_takes_the_oldest)
+{
+	cr_assert_eq(provide(1, 0x1000, 8, 4, 0), 0);
+	struct pool_buf a;
+	cr_assert_eq(pool_select_how(P, 1, &a, POOL_SEL_OLDEST), 0);
+	checked();
+	cr_assert_eq(a.bid, 0);
+	struct pool_buf h;
+	cr_assert_eq(pool_head_how(P, 1, &h, POOL_SEL_OLDEST), 0);
+	cr_assert_eq(h.bid, 1);
+	cr_assert_eq(pool_head(P, 1, &h), 0);
+	cr_assert_eq(h.bid, 3);
+	putback(&a);
+	const uint16_t order[] = { 3, 2, 1, 0 };
+	takes(1, order, 4);
+}
