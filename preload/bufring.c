@@ -140,9 +140,31 @@ static void pool_kind_of(struct ring *r, uint16_t bgid, enum pool_kind *kind, ui
 	spin_unlock(&r->x->pool_lock);
 }
 
-/* bufsel's own mapping of a ring, and its fd, go in this process. */
+/*
+ * A pinned ring's pages at the program's address become private pages of
+ * its own again, with what they hold, if the program still maps them
+ * there: a range that now holds anything else is left alone.  So a fork,
+ * or memory the program reuses after the ring's life, shares nothing.
+ */
+static void give_back_pages(const struct pool_ring *ring)
+{
+	if (!ring->user_addr || !ring->mem)
+		return;
+	void *copy = sys_mmap(NULL, ring->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sys_is_err((long)copy))
+		return;
+	if (copy_from_prog(copy, (void *)(uintptr_t)ring->user_addr, ring->mem_len) ||
+	    memcmp(copy, ring->mem, ring->mem_len) ||
+	    sys_is_err(sys_call6(SYS_mremap, (long)copy, (long)ring->mem_len, (long)ring->mem_len,
+				 MREMAP_MAYMOVE | MREMAP_FIXED, (long)ring->user_addr, 0)))
+		sys_munmap(copy, ring->mem_len);
+}
+
+/* bufsel's own mapping of a ring, and its fd, go in this process; the
+ * program's pages of a pinned one are its own again. */
 static void release_mem(const struct pool_ring *ring)
 {
+	give_back_pages(ring);
 	if (ring->mem)
 		sys_munmap(ring->mem, ring->mem_len);
 	if (ring->mem_fd >= 0)
@@ -369,43 +391,31 @@ static void unmap_ring(uint16_t bgid, const struct pool_ring *ring, void *arg)
 	release_mem(ring);
 }
 
-void bufring_release(struct ring *r)
-{
-	if (!r->x || !r->x->pool)
-		return;
-	spin_lock(&r->x->pool_lock);
-	pool_for_each_ring(r->x->pool, unmap_ring, NULL);
-	spin_unlock(&r->x->pool_lock);
-}
-
-/*
- * In a fork's child the program's view of a pinned ring is still the
- * parent's shared memory; natively the child has its own copy of the
- * ring's pages (the kernel keeps reading the parent's).  Each gets a
- * private copy back, if the program still maps it there: a range that
- * now holds anything else is left alone.
- */
 static void unshare_ring(uint16_t bgid, const struct pool_ring *ring, void *arg)
 {
 	(void)bgid;
 	(void)arg;
-	if (!ring->user_addr || !ring->mem)
-		return;
-	void *copy = sys_mmap(NULL, ring->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (sys_is_err((long)copy))
-		return;
-	if (copy_from_prog(copy, (void *)(uintptr_t)ring->user_addr, ring->mem_len) ||
-	    memcmp(copy, ring->mem, ring->mem_len) ||
-	    sys_is_err(sys_call6(SYS_mremap, (long)copy, (long)ring->mem_len, (long)ring->mem_len,
-				 MREMAP_MAYMOVE | MREMAP_FIXED, (long)ring->user_addr, 0)))
-		sys_munmap(copy, ring->mem_len);
+	give_back_pages(ring);
 }
 
-void bufring_after_fork(struct ring *r)
+static void each_ring(struct ring *r, void (*fn)(uint16_t bgid, const struct pool_ring *ring, void *arg))
 {
 	if (!r->x || !r->x->pool)
 		return;
 	spin_lock(&r->x->pool_lock);
-	pool_for_each_ring(r->x->pool, unshare_ring, NULL);
+	pool_for_each_ring(r->x->pool, fn, NULL);
 	spin_unlock(&r->x->pool_lock);
+}
+
+void bufring_release(struct ring *r)
+{
+	each_ring(r, unmap_ring);
+}
+
+/* In a fork's child the program's view of a pinned ring is still the
+ * parent's shared memory; natively the child has its own copy of the
+ * ring's pages (the kernel keeps reading the parent's). */
+void bufring_after_fork(struct ring *r)
+{
+	each_ring(r, unshare_ring);
 }

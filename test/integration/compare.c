@@ -126,6 +126,7 @@
 	X(bs_ring_basic, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_attempt, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(ring_close_unmap, 20, true, false) /* 5.6 lacks buffer rings (5.19) and multishot RECV (6.0) */ \
+	X(ring_pages, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_multishot, 10, true, false) /* 5.6 never reads ioprio: multishot RECV (6.0) is one RECV */ \
 	X(bs_ring_bundle, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
 	X(bs_ring_inc, 10, true, false) /* 5.6 lacks buffer rings (5.19): kernel515 runs it with bufsel's */ \
@@ -511,6 +512,8 @@ RINGS_EMULATED_TEST(bs_ring_attempt)
 KERNEL515_TEST(bs_ring_attempt)
 RINGS_EMULATED_TEST(ring_close_unmap)
 KERNEL515_TEST(ring_close_unmap)
+RINGS_EMULATED_TEST(ring_pages)		/* a ring's pages pinned by bufsel stay the program's */
+KERNEL515_TEST(ring_pages)
 RINGS_EMULATED_TEST(bs_ring_multishot)
 KERNEL515_TEST(bs_ring_multishot)	/* multishot RECV (6.0) on bufsel's rings */
 /* Legacy groups are bufsel's too: multishot RECVMSG (6.0) there as well. */
@@ -574,6 +577,7 @@ SECCOMP_TEST(raw_signals)
 SECCOMP_RINGS_TEST(ring_close_unmap)
 SECCOMP_RINGS_TEST(fork_shared_pool)
 SECCOMP_RINGS_TEST(bs_ring_basic)
+SECCOMP_RINGS_TEST(ring_pages)
 
 Test(passthrough, nop_batch, .timeout = 30)
 {
