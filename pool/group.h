@@ -140,11 +140,13 @@ int group_admit(struct group *g, int empty, int count);
 void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, struct pool_buf *out);
 /* The program provided bid again: it no longer holds it. */
 void held_clear(struct group *g, uint16_t bid);
-/* Head of a legacy group, its len clamped to the policy's max_len: 0 or
- * -ENOBUFS (empty, capped or injected, in that order). */
+/* The next buffer of a legacy group (group_next), its len clamped to the
+ * policy's max_len: 0 or -ENOBUFS (empty, capped or injected, in that
+ * order). */
 int group_select(struct group *g, struct pool_buf *out, int count, int oldest);
-/* One of in_use comes back (the caller checked in_use > 0): to the head if
- * legacy, else dropped. */
+/* One of in_use comes back (the caller checked in_use > 0): if legacy, to
+ * the end its selection took it from (the head, or the newest end under
+ * POOL_NEWEST_FIRST), else dropped. */
 void group_putback(struct group *g, const struct pool_buf *b);
 /* One of in_use was delivered (the caller checked in_use > 0); used is the
  * bytes the program got, or -1 if unknown. */

@@ -230,8 +230,10 @@ int pool_has_group(const struct pool *p, uint16_t bgid);
 /* The buffer a selection would take now, left where it is and counted
  * nowhere: 0, or -ENOBUFS if the group has none (policies are not asked). */
 int pool_head(const struct pool *p, uint16_t bgid, struct pool_buf *out);
-/* The kernel gives a selected buffer back: to the head of the legacy group
- * that holds b->bgid now, or dropped if there is none.  Never allocates. */
+/* The kernel gives a selected buffer back: to the legacy group that holds
+ * b->bgid now, where its next selection of that kind takes from (the head,
+ * or the newest end under POOL_NEWEST_FIRST), or dropped if there is none.
+ * Never allocates. */
 void pool_putback(struct pool *p, const struct pool_buf *b);
 /* A selected buffer was delivered to the program in a CQE: it leaves bufsel's
  * accounting. */
