@@ -180,7 +180,11 @@ static void release_mem(const struct pool_ring *ring)
  * contents move into shared memory of bufsel's, mapped at the program's
  * address in place of its pages and again for bufsel, whose mapping lasts
  * until the ring is unregistered or ends.  A fork's child gets back pages
- * of its own (bufring_after_fork), as it would natively.
+ * of its own (bufring_after_fork), as it would natively.  Only under the
+ * seccomp filter: Syscall User Dispatch traps every close, and the pinned
+ * copy would part a ring the program shares with other processes
+ * (MAP_SHARED memory, as liburing's buf-ring-upgrade registers from a
+ * fork's child) from their view of it.
  */
 static long pin_user_ring(struct pool_ring *ring, uint64_t addr, size_t len)
 {
@@ -233,8 +237,10 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 		ring.entries = mem;
 	} else {
 		long err = uaccess_user_region(reg->ring_addr, len);
-		if (!err)
+		if (!err && bufsel.trap == BUFSEL_TRAP_SECCOMP)
 			err = pin_user_ring(&ring, reg->ring_addr, len);
+		else if (!err)
+			ring.entries = (struct pool_ring_entry *)(uintptr_t)reg->ring_addr;
 		if (err)
 			return err;
 	}
