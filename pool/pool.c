@@ -232,11 +232,6 @@ int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out)
 	return pool_select_how(p, bgid, out, 0);
 }
 
-int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out)
-{
-	return pool_select_how(p, bgid, out, POOL_SEL_AGAIN);
-}
-
 int pool_select_bundle(struct pool *p, uint16_t bgid, struct pool_bundle *b, struct pool_buf *out)
 {
 	struct group *g = table_get(p, bgid);

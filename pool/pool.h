@@ -207,12 +207,10 @@ void pool_kept_free(struct pool *p, struct pool_kept *kept);
  * not a legacy group (nonexistent or ring-mapped: a ring is the kernel's),
  * or -EBUSY while an incremental ring's entry is out (pool_ring_commit). */
 int pool_select(struct pool *p, uint16_t bgid, struct pool_buf *out);
-/* pool_select for a request whose earlier selection was refused and
- * counted: a refusal now is not counted again. */
-int pool_select_again(struct pool *p, uint16_t bgid, struct pool_buf *out);
 /*
- * pool_select, pool_select_again and pool_head with how: POOL_SEL_AGAIN (a
- * refusal is not counted again) and POOL_SEL_OLDEST, for a request only
+ * pool_select and pool_head with how: POOL_SEL_AGAIN (for a request whose
+ * earlier selection was refused and counted: a refusal now is not counted
+ * again) and POOL_SEL_OLDEST, for a request only
  * kernels from 5.19 on have (a multishot, bundle or poll-first receive,
  * SEND, READ_MULTISHOT): it takes the oldest buffer, as those kernels do,
  * whatever the group's rules (POOL_NEWEST_FIRST), and a put-back returns it
