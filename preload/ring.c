@@ -295,6 +295,10 @@ static void ring_destroy(struct ring *r)
 		spin_unlock(&x->pool_lock);
 	}
 	bufring_release(r);
+	/* Gone from the slot before anything of it is unmapped: a fork that
+	 * another thread makes meanwhile has the child's atfork handler read
+	 * x and the pool in the arena (bufring_after_fork), and write to x. */
+	__atomic_store_n(&r->x, NULL, __ATOMIC_RELEASE);
 	/* The pool is not destroyed: another process may still use the ring,
 	 * and all of the pool is in the arena, which goes with the last
 	 * process's mapping of it. */
@@ -312,9 +316,6 @@ static void ring_destroy(struct ring *r)
 	if (x && x->synth.heap && r->synth_owner)
 		heap_free(x->synth.v);
 	r->synth_owner = 0;
-	/* Gone from the slot before it is unmapped: a fork that another thread
-	 * makes meanwhile has the child's atfork handler write to it. */
-	r->x = NULL;
 	if (x)
 		sys_munmap(x, sizeof(*x));
 	r->undo = NULL;
