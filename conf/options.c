@@ -162,6 +162,22 @@ static void show_rings(const void *src, char *buf, size_t len)
 	snprintf(buf, len, "%s", rings_names[((const struct bufsel_conf *)src)->rings]);
 }
 
+static const char *const legacy_names[] = { "kernel", "latest" };
+
+static int parse_legacy(void *dst, const char *v)
+{
+	int i = parse_name(v, legacy_names, 2);
+	if (i < 0)
+		return i;
+	((struct bufsel_conf *)dst)->legacy = (enum bufsel_legacy)i;
+	return 0;
+}
+
+static void show_legacy(const void *src, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", legacy_names[((const struct bufsel_conf *)src)->legacy]);
+}
+
 static int parse_fail_alloc(void *dst, const char *v)
 {
 	uint64_t n;
@@ -308,6 +324,12 @@ const struct conf_option conf_options[CONF_KEYS] = {
 		.values = "auto|emulate|kernel", .expect = "one of auto|emulate|kernel", .dflt = "auto",
 		.help = "who keeps the program's buffer rings (IORING_REGISTER_PBUF_RING): emulate, bufsel in user space, on any kernel; kernel, the kernel (where it has none, registering fails as it does natively); auto: bufsel where the kernel, or the one BUFSEL_KERNEL names, lacks buffer rings or a ring flag the program asks for, or where a cap, max_len or enobufs_rate applies to the group, else the kernel",
 		.parse = parse_rings, .show = show_rings,
+	},
+	[CONF_LEGACY] = {
+		.name = "legacy", .scope = CONF_SCOPE_GLOBAL,
+		.values = "kernel|latest", .expect = "one of kernel|latest", .dflt = "kernel",
+		.help = "the rules of legacy provided buffers (PROVIDE_BUFFERS groups): kernel, those of the kernel the program meets (BUFSEL_KERNEL's, else the kernel beneath; before 5.18 the newest buffer first, a receive bound at its first attempt, ...: docs/kernel-semantics.md), so that a program sees what it sees natively there; latest, 6.18's on any kernel, for a program written for them",
+		.parse = parse_legacy, .show = show_legacy,
 	},
 	[CONF_CAP] = {
 		.name = "cap", .scope = CONF_SCOPE_GROUP,

@@ -44,6 +44,7 @@ enum bufsel_mode { BUFSEL_MODE_EMULATE, BUFSEL_MODE_PASSTHROUGH };
 enum bufsel_trap { BUFSEL_TRAP_AUTO, BUFSEL_TRAP_DISPATCH, BUFSEL_TRAP_SECCOMP };
 /* Who keeps a buffer ring (IORING_REGISTER_PBUF_RING): docs/buffer-selection.md. */
 enum bufsel_rings { BUFSEL_RINGS_AUTO, BUFSEL_RINGS_EMULATE, BUFSEL_RINGS_KERNEL };
+enum bufsel_legacy { BUFSEL_LEGACY_KERNEL, BUFSEL_LEGACY_LATEST };
 enum bufsel_log_level { BUFSEL_LOG_ERROR, BUFSEL_LOG_WARN, BUFSEL_LOG_INFO, BUFSEL_LOG_DEBUG };
 
 /* Group ids that may have settings of their own; more is a configuration error. */
@@ -65,6 +66,7 @@ enum conf_key {
 	CONF_TRAP,
 	CONF_FAIL_ALLOC,
 	CONF_RINGS,
+	CONF_LEGACY,
 	CONF_CAP,
 	CONF_MAX_LEN,
 	CONF_ENOBUFS_RATE,
@@ -109,6 +111,9 @@ struct bufsel_conf {
 	/* Buffer rings: bufsel's where the kernel lacks what the program uses
 	 * or a policy names the group (auto), always bufsel's, or the kernel's. */
 	enum bufsel_rings rings;
+	/* Legacy groups: the rules of the kernel the program meets (kernel), or
+	 * the latest kernel's on any kernel (latest). */
+	enum bufsel_legacy legacy;
 	/* Secure-execution mode (AT_SECURE): nothing was taken from the environment. */
 	int secure;
 

@@ -131,7 +131,7 @@ void pool_set_legacy_rules(struct pool *p, unsigned rules)
 
 int pool_provide(struct pool *p, const struct pool_provide *r)
 {
-	int ret = pool_provide_prep(r);
+	int ret = pool_provide_prep(r, p->legacy_rules);
 	if (ret)
 		return ret;
 	struct group *g = table_get(p, r->bgid);
@@ -173,7 +173,7 @@ void pool_provide_undo(struct pool *p, uint16_t bgid, uint32_t added, int create
 /* kept: NULL, or where to keep what the removal took. */
 static int remove_bufs(struct pool *p, const struct pool_remove *r, struct pool_kept *kept)
 {
-	int ret = pool_remove_prep(r);
+	int ret = pool_remove_prep(r, p->legacy_rules);
 	if (ret)
 		return ret;
 	struct group *g = table_get(p, r->bgid);

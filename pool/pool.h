@@ -171,10 +171,15 @@ void pool_destroy(struct pool *p);
  * a PROVIDE_BUFFERS starts it again.  Set before the first provide.
  */
 #define POOL_NEWEST_FIRST 1u
+/* The prep of the kernels before 5.15 (pool_provide_prep): a count above
+ * 65535 fails, and neither a length of 0, nor the range's overflow (beyond
+ * access_ok's -EFAULT), nor splice_fd_in, nor the last bid is checked. */
+#define POOL_PREP_5_10 2u
 void pool_set_legacy_rules(struct pool *p, unsigned rules);
 
-/* What the kernel checks at submission (prep), in its order: 0 or -errno. */
-int pool_provide_prep(const struct pool_provide *r);
+/* What the kernel checks at submission (prep), in its order, under rules
+ * (POOL_PREP_5_10 or 0): 0 or -errno. */
+int pool_provide_prep(const struct pool_provide *r, unsigned rules);
 /* Prep and issue: the CQE's res, 0 or -errno.  On -ENOMEM nothing was added
  * (a group created by this request stays, empty, as in the kernel). */
 int pool_provide(struct pool *p, const struct pool_provide *r);
@@ -184,7 +189,7 @@ int pool_provide(struct pool *p, const struct pool_provide *r);
  * again.  Undo in reverse order of submission, so that the provided buffers
  * are the tail again. */
 void pool_provide_undo(struct pool *p, uint16_t bgid, uint32_t added, int created);
-int pool_remove_prep(const struct pool_remove *r);
+int pool_remove_prep(const struct pool_remove *r, unsigned rules);
 /* The CQE's res: the number removed (oldest first), or -errno. */
 int pool_remove(struct pool *p, const struct pool_remove *r);
 /* What a pool_remove_kept took, until the kernel takes the SQE (or not). */

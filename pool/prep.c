@@ -9,8 +9,27 @@
 #include <errno.h>
 #include <stdint.h>
 
-int pool_provide_prep(const struct pool_provide *r)
+/* 5.10's io_provide_buffers_prep: the count in 16 bits, then access_ok on
+ * len * count (a negative len, an int there, makes it huge), then the
+ * first bid. */
+static int provide_prep_5_10(const struct pool_provide *r)
 {
+	if (r->ioprio || r->rw_flags)
+		return -EINVAL;
+	if (r->nbufs <= 0 || r->nbufs > UINT16_MAX)
+		return -E2BIG;
+	uint64_t size = (uint64_t)(int64_t)(int32_t)r->len * (uint64_t)r->nbufs, end;
+	if (__builtin_add_overflow(r->addr, size, &end) || end > POOL_USER_END)
+		return -EFAULT;
+	if (r->off > UINT16_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+int pool_provide_prep(const struct pool_provide *r, unsigned rules)
+{
+	if (rules & POOL_PREP_5_10)
+		return provide_prep_5_10(r);
 	/* io_init_req rejects ioprio on an opcode without it before prep runs;
 	 * both are -EINVAL, so the order between them does not show. */
 	if (r->ioprio || r->rw_flags || r->splice_fd_in)
@@ -39,8 +58,13 @@ int pool_provide_prep(const struct pool_provide *r)
 	return 0;
 }
 
-int pool_remove_prep(const struct pool_remove *r)
+int pool_remove_prep(const struct pool_remove *r, unsigned rules)
 {
+	/* 5.10: a count in 16 bits, and no splice_fd_in check. */
+	if (rules & POOL_PREP_5_10)
+		return r->rw_flags || r->addr || r->len || r->off || r->nbufs <= 0 || r->nbufs > UINT16_MAX
+			       ? -EINVAL
+			       : 0;
 	if (r->rw_flags || r->addr || r->len || r->off || r->splice_fd_in)
 		return -EINVAL;
 	if (r->nbufs <= 0 || (uint32_t)r->nbufs > POOL_MAX_BIDS)

@@ -244,6 +244,15 @@ unsigned compat_kernel(void)
 	return compat.kernel;
 }
 
+unsigned compat_release_of_last_op(unsigned last_op)
+{
+	unsigned v = 0;
+	for (size_t i = 0; i <= last_op && i < N(ops); i++)
+		if (ops[i].since > v)
+			v = ops[i].since;
+	return v;
+}
+
 /* Says once per row that the emulated kernel refused it: a program that
  * fails under BUFSEL_KERNEL usually fails on the first of these. */
 static void refused(int t, unsigned i)

@@ -19,6 +19,9 @@ int compat_emulating(void);
 /* The emulated kernel (major << 8 | minor), 0 when none is. */
 unsigned compat_kernel(void);
 
+/* The release that brought opcode last_op or one before it, the latest of
+ * them: what IORING_REGISTER_PROBE's last_op says of a kernel (a floor). */
+unsigned compat_release_of_last_op(unsigned last_op);
 /* -EINVAL if a setup flag, enter flag or register opcode is newer. */
 int compat_setup_flags(unsigned flags);
 int compat_enter_flags(unsigned flags);

@@ -208,7 +208,8 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 	 * its buffer, as a READ's does; it is no receive. */
 	int read = !!(q->flags & REQ_RING_LAZY);
 	if (!read)
-		cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) | sock_nonempty(q, cqe->res, cqe->flags);
+		cqe->flags = (cqe->flags & ~IORING_CQE_F_SOCK_NONEMPTY) |
+			     ((q->flags & REQ_NO_NONEMPTY) ? 0 : sock_nonempty(q, cqe->res, cqe->flags));
 	if (cqe->res >= 0 && write_back_msghdr(q))
 		cqe->res = -EFAULT;
 	int got = read ? cqe->res >= 0 : cqe->res > 0;
@@ -230,6 +231,12 @@ static int complete_recv_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 			more = inc_commit(r, &q->buf, 1, (uint32_t)cqe->res);
 		else
 			pool_consume_bytes(r->x->pool, &q->buf, (uint32_t)cqe->res);
+	} else if (q->flags & REQ_KEEPS_BUF) {
+		/* The kernels before 6.0 recycle nothing: an error or end of
+		 * file reports the buffer; a cancellation frees it unreported. */
+		if (!(q->flags & REQ_DELIVERED))
+			pool_consume(r->x->pool, &q->buf);
+		got = cqe->res != -ECANCELED;
 	} else if (!(q->flags & REQ_DELIVERED)) {
 		/* End of file or an error: the buffer goes back to the head. */
 		pool_putback(r->x->pool, &q->buf);
@@ -410,7 +417,10 @@ static int complete_read_sel(struct ring *r, struct req *q, struct io_uring_cqe 
 			more = inc_commit(r, &q->buf, 1, (q->flags & REQ_RING_LAZY) ? got : q->want);
 		else
 			pool_consume_bytes(r->x->pool, &q->buf, got);
-		cqe->flags |= cqe_buf_flags(q->buf.bid) | more;
+		/* Before 6.0 a cancelled request frees its buffer unreported
+		 * (LEGACY_KEEPS_ON_FAILURE). */
+		if (!((q->flags & REQ_KEEPS_BUF) && cqe->res == -ECANCELED))
+			cqe->flags |= cqe_buf_flags(q->buf.bid) | more;
 		/* A read "succeeds" only if it got what it asked for: any other
 		 * result fails it (the kernel compares with the length). */
 		int ok = cqe->res >= 0 && (uint32_t)cqe->res == q->want;

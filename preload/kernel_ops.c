@@ -9,62 +9,87 @@
 #include <sys/syscall.h>
 
 #include "pool/pool.h"
+#include "preload/compat.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 
-#define OP_PROVIDE_BUFFERS_NR 31	/* 5.7 */
-#define OP_MSG_RING_NR 40		/* 5.18: "manage provided buffers strictly ordered" */
-#define OP_SOCKET_NR 45			/* 5.19: IORING_CQE_F_SOCK_NONEMPTY */
-#define KERNEL_SOCK_NONEMPTY 0x513	/* 5.19 */
+#define KERNEL_PROVIDE_BUFFERS 0x507
+#define KERNEL_STRICT_ORDER 0x512	/* "manage provided buffers strictly ordered" */
+#define KERNEL_CHECKED_PROVIDE 0x50f	/* "add ->splice_fd_in checks" and the overflow checks */
+#define KERNEL_ZERO_LEN_SELECT 0x600	/* "allow 0 length for buffer select", "recycle buffers on error" */
+#define KERNEL_SOCK_NONEMPTY 0x513	/* IORING_CQE_F_SOCK_NONEMPTY */
 
-enum {
-	KO_PROBED = 1,
-	KO_PROVIDE = 2,
-	KO_MSG_RING = 4,
-	KO_SOCKET = 8,
-};
+/* bufsel.kernel_ops: KO_PROBED, and the release the probe shows above it. */
+#define KO_PROBED 1u
+#define KO_RELEASE_SHIFT 8
 
-static int supported(const struct io_uring_probe *head, const struct io_uring_probe_op *ops, unsigned op)
-{
-	return head->last_op >= op && (ops[op].flags & IO_URING_OP_SUPPORTED);
-}
-
-static unsigned probe(void)
+/* The kernel's last opcode, as IORING_REGISTER_PROBE reports it (it says so
+ * whatever number of entries it is given room for); 0 if it cannot say. */
+static unsigned probe_last_op(void)
 {
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
-	unsigned k = KO_PROBED;
 	long fd = sys_call3(__NR_io_uring_setup, 1, (long)&p, 0);
 	if (fd < 0)
-		return k;
-	struct {
-		struct io_uring_probe head;
-		struct io_uring_probe_op ops[OP_SOCKET_NR + 1];
-	} pr;
+		return 0;
+	struct io_uring_probe pr;
 	memset(&pr, 0, sizeof(pr));
-	if (!sys_call6(__NR_io_uring_register, fd, IORING_REGISTER_PROBE, (long)&pr, OP_SOCKET_NR + 1, 0, 0)) {
-		k |= supported(&pr.head, pr.ops, OP_PROVIDE_BUFFERS_NR) ? KO_PROVIDE : 0;
-		k |= supported(&pr.head, pr.ops, OP_MSG_RING_NR) ? KO_MSG_RING : 0;
-		k |= supported(&pr.head, pr.ops, OP_SOCKET_NR) ? KO_SOCKET : 0;
-	}
+	unsigned last = 0;
+	if (!sys_call6(__NR_io_uring_register, fd, IORING_REGISTER_PROBE, (long)&pr, 0, 0, 0))
+		last = pr.last_op;
 	sys_close((int)fd);
-	return k;
+	return last;
 }
 
-static unsigned kernel_ops(void)
+/* The release of the kernel beneath, a floor (major << 8 | minor): the
+ * newest release among those whose opcodes it has; 0 before 5.6, whose
+ * IORING_REGISTER_PROBE is the first. */
+static unsigned kernel_release(void)
 {
 	unsigned k = atomic_load_explicit(&bufsel.kernel_ops, memory_order_acquire);
 	if (!k) {
-		k = probe();
+		/* Not kept if the kernel could not say (no fd left for the
+		 * probe's ring): asked again next time. */
+		unsigned last = probe_last_op();
+		if (!last)
+			return 0;
+		k = KO_PROBED | compat_release_of_last_op(last) << KO_RELEASE_SHIFT;
 		atomic_store_explicit(&bufsel.kernel_ops, k, memory_order_release);
 	}
-	return k;
+	return k >> KO_RELEASE_SHIFT;
+}
+
+void kernel_ops_probe(void)
+{
+	(void)kernel_release();
+}
+
+/* The kernel the program meets: the one BUFSEL_KERNEL names, else the
+ * kernel beneath. */
+static unsigned kernel_met(void)
+{
+	return bufsel.conf.kernel ? bufsel.conf.kernel : kernel_release();
 }
 
 unsigned kernel_legacy_rules(void)
 {
-	unsigned k = kernel_ops();
-	return (k & KO_PROVIDE) && !(k & KO_MSG_RING) ? POOL_NEWEST_FIRST : 0;
+	if (bufsel.conf.legacy == BUFSEL_LEGACY_LATEST)
+		return 0;
+	unsigned v = kernel_met();
+	/* A kernel without PROVIDE_BUFFERS has no rules of its own for them:
+	 * bufsel's are the ones programs are written for, 6.18's. */
+	if (v < KERNEL_PROVIDE_BUFFERS)
+		return 0;
+	unsigned rules = 0;
+	if (v < KERNEL_STRICT_ORDER)
+		rules |= POOL_NEWEST_FIRST | LEGACY_PROVIDE_COUNT | LEGACY_BIND_AT_FIRST_ATTEMPT;
+	if (v < KERNEL_SOCK_NONEMPTY)
+		rules |= LEGACY_NO_SOCK_NONEMPTY | LEGACY_READ_MODE_AT_PREP | LEGACY_NULL_IS_A_BUFFER;
+	if (v < KERNEL_CHECKED_PROVIDE)
+		rules |= POOL_PREP_5_10;
+	if (v < KERNEL_ZERO_LEN_SELECT)
+		rules |= LEGACY_LEN0_READS_NOTHING | LEGACY_KEEPS_ON_FAILURE;
+	return rules;
 }
 
 /* A ring of one entry with flag (and what it needs to be valid); NO_MMAP is
@@ -97,7 +122,5 @@ unsigned kernel_setup_unknown(unsigned flags)
 
 int kernel_sets_sock_nonempty(void)
 {
-	if (bufsel.conf.kernel)
-		return bufsel.conf.kernel >= KERNEL_SOCK_NONEMPTY;
-	return !!(kernel_ops() & KO_SOCKET);
+	return kernel_met() >= KERNEL_SOCK_NONEMPTY;
 }

@@ -9,12 +9,40 @@
 #ifndef BUFSEL_PRELOAD_KERNEL_OPS_H
 #define BUFSEL_PRELOAD_KERNEL_OPS_H
 
-/* The pool's rules for legacy groups (pool.h): POOL_NEWEST_FIRST on a
- * kernel with PROVIDE_BUFFERS (5.7) older than 5.18, whose groups select
- * the newest first (make vm-test shows it on 5.10).  BUFSEL_KERNEL does not
- * change them yet: the suites that run it compare with this kernel's
- * native runs (docs/ARCHITECTURE.md). */
+/*
+ * The kernel's rules for legacy groups where they are not 6.18's, for the
+ * kernel the program meets (the one BUFSEL_KERNEL names, else the kernel
+ * beneath, a release told by its opcodes), from 5.7 on (before, there are
+ * no legacy groups of the kernel's to be like: bufsel's are 6.18's).  The
+ * pool's own (pool.h: POOL_NEWEST_FIRST, POOL_PREP_5_10) and these, which
+ * the emulation applies, each as make vm-test shows it on 5.10:
+ */
+/* 5.7-5.17: PROVIDE_BUFFERS into a group that has buffers gives the number
+ * added (io_add_buffers' count); one that starts a group gives 0 (the
+ * group's insertion, xa_insert). */
+#define LEGACY_PROVIDE_COUNT (1u << 8)
+/* 5.7-5.17: a single-shot RECV or RECVMSG selects its buffer at its first
+ * attempt and holds it while it waits for data (no recycling: 5.18). */
+#define LEGACY_BIND_AT_FIRST_ATTEMPT (1u << 9)
+/* 5.7-5.19: a length of 0 reads 0 bytes into the selected buffer. */
+#define LEGACY_LEN0_READS_NOTHING (1u << 10)
+/* 5.7-5.18: a READ or READV checks that its file is open for reading at
+ * prep (io_read_prep), before it selects: -EBADF, the batch stopped there,
+ * the group untouched. */
+#define LEGACY_READ_MODE_AT_PREP (1u << 13)
+/* 5.7-5.18: a buffer at address 0 is a buffer like any other (5.19's
+ * io_buffer_select returns the address, and 0 means none left). */
+#define LEGACY_NULL_IS_A_BUFFER (1u << 14)
+/* 5.7-5.18: no IORING_CQE_F_SOCK_NONEMPTY on such a receive (bufsel gives
+ * the flag only to the receives those kernels lack). */
+#define LEGACY_NO_SOCK_NONEMPTY (1u << 12)
+/* 5.7-5.19: a request that selected a buffer keeps it and reports it
+ * whatever its result (an error, end of file); one cancelled loses it. */
+#define LEGACY_KEEPS_ON_FAILURE (1u << 11)
 unsigned kernel_legacy_rules(void);
+/* Asks the kernel beneath now, before the program's ring exists: the answer
+ * does not depend on a descriptor being free when a rule is first needed. */
+void kernel_ops_probe(void);
 /* Does the kernel set IORING_CQE_F_SOCK_NONEMPTY (5.19, with
  * IORING_OP_SOCKET), or the one BUFSEL_KERNEL names? */
 int kernel_sets_sock_nonempty(void);

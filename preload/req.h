@@ -110,6 +110,10 @@ enum req_flags {
 	REQ_READ_WAITS = 1 << 18,	/* RECV_MULTI, READ_MULTISHOT: the kernel refused
 					 * RWF_NOWAIT on the file (pipes before 5.12):
 					 * each step's READ is a plain one, after its poll */
+	REQ_KEEPS_BUF = 1 << 19,	/* RECV_SEL, READ_SEL under LEGACY_KEEPS_ON_FAILURE (kernel_ops.h):
+					 * its buffer is the CQE's whatever the result, and
+					 * lost if it is cancelled */
+	REQ_NO_NONEMPTY = 1 << 20,	/* RECV_SEL under LEGACY_NO_SOCK_NONEMPTY */
 	REQ_COMMITTED = 1 << 14,	/* an incremental ring's entry committed at selection
 					 * (io_should_commit): its CQE takes cflags, the pool
 					 * has nothing more to do */

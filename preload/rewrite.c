@@ -39,6 +39,7 @@
 #include "preload/bufring.h"
 #include "preload/compat.h"
 #include "preload/heap.h"
+#include "preload/kernel_ops.h"
 #include "preload/log.h"
 #include "preload/opdef.h"
 #include "preload/req.h"
@@ -288,6 +289,22 @@ static uint32_t rw_count(uint32_t len)
 	return len > MAX_RW_COUNT_KERNEL ? MAX_RW_COUNT_KERNEL : len;
 }
 
+static int write_only(int fd);
+
+/* Does a rule of the kernel the program meets for legacy groups
+ * (kernel_ops.h) apply to sqe: a single request (none of the multishot,
+ * bundle or poll-first receives, which only kernels with 6.18's rules
+ * have) on a legacy group? */
+static int legacy_rule(struct ring *r, const struct io_uring_sqe *sqe, unsigned rule)
+{
+	if (!(kernel_legacy_rules() & rule) || sel_how(sqe) == POOL_SEL_OLDEST)
+		return 0;
+	spin_lock(&r->x->pool_lock);
+	int legacy = pool_kind(r->x->pool, sqe->buf_group) == POOL_LEGACY;
+	spin_unlock(&r->x->pool_lock);
+	return legacy;
+}
+
 /* access_ok for a range the kernel takes whole: 0 or -EFAULT. */
 static int user_range_check(uint64_t addr, uint64_t len)
 {
@@ -413,10 +430,10 @@ static int emulated_prep(const struct ring *r, const struct io_uring_sqe *sqe,
 		return res;
 	if (kind == EMU_PROVIDE_BUFFERS) {
 		struct pool_provide p = provide_args(sqe);
-		return pool_provide_prep(&p);
+		return pool_provide_prep(&p, kernel_legacy_rules());
 	}
 	struct pool_remove p = remove_args(sqe);
-	return pool_remove_prep(&p);
+	return pool_remove_prep(&p, kernel_legacy_rules());
 }
 
 /*
@@ -488,10 +505,15 @@ static void provide_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewri
 		u->added = after.available - (existed ? before.available : 0);
 	}
 	spin_unlock(&r->x->pool_lock);
-	if (res)
+	if (res) {
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
-	else
+	} else if ((kernel_legacy_rules() & LEGACY_PROVIDE_COUNT) && existed && before.available) {
+		/* UNDO_PROVIDE still: the stand-in goes with it. */
+		u->req = standin(r, sqe, p.nbufs, SUCCEED, u);
+		u->kind = UNDO_PROVIDE;
+	} else {
 		standin_ok(sqe);
+	}
 }
 
 static void remove_issue(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
@@ -808,7 +830,7 @@ static int bind_buffer(struct ring *r, struct req *q, struct io_uring_sqe *sqe,
 	 * sqe->len caps only ring-mapped buffers. */
 	if (def->missing_enoent)
 		want = 0;
-	uint32_t len = sel_len(want, q->buf.len);
+	uint32_t len = want || !legacy_rule(r, sqe, LEGACY_LEN0_READS_NOTHING) ? sel_len(want, q->buf.len) : 0;
 	q->want = len;
 	q->flags |= (sqe->flags & IOSQE_FIXED_FILE ? REQ_FIXED_FILE : 0) |
 		    (sqe->flags & SQE_LINK_FLAGS ? REQ_LINKED : 0) |
@@ -952,6 +974,7 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		standin(r, sqe, -ENOMEM, FAIL_AT_ISSUE, u);
 		return 0;
 	}
+	int null_ok = legacy_rule(r, sqe, LEGACY_NULL_IS_A_BUFFER);
 	spin_lock(&r->x->pool_lock);
 	int res = pool_select_how(r->x->pool, sqe->buf_group, &q->buf, sel_how(sqe));
 	if (res == -ENOBUFS && def->missing_enoent && !pool_has_group(r->x->pool, sqe->buf_group))
@@ -966,7 +989,7 @@ static int select_now(struct ring *r, struct io_uring_sqe *sqe, const struct opd
 		standin(r, sqe, res, FAIL_AT_ISSUE, u);
 		return 0;
 	}
-	if (!q->buf.addr) {
+	if (!q->buf.addr && !null_ok) {
 		/* The kernel takes a NULL buffer for "none left".  A read
 		 * consumes it and says so; a receive leaves it at the head. */
 		struct pool_buf nul = q->buf;
@@ -1092,9 +1115,10 @@ static int first_attempt(struct ring *r, const struct io_uring_sqe *sqe, const s
 	struct pool_buf b;
 	*took = 0;
 	*keep = 0;
+	int null_ok = !multi && legacy_rule(r, sqe, LEGACY_NULL_IS_A_BUFFER);
 	spin_lock(&r->x->pool_lock);
 	int res = pool_head_how(r->x->pool, sqe->buf_group, &b, sel_how(sqe));
-	if (!res && !b.addr) {
+	if (!res && !b.addr && !null_ok) {
 		res = -ENOBUFS;
 		/* io_recvmsg returns before it records the ring it selected
 		 * from, so the CQE names the entry and nothing commits it. */
@@ -1307,6 +1331,14 @@ static int recvmsg_reads_nothing(struct ring *r, const struct io_uring_sqe *sqe,
 	       fd_sock_type(sqe->fd) == SOCK_STREAM && !sock_queued(sqe->fd);
 }
 
+/* The flags of a single receive that the kernel's rules for legacy groups
+ * give (kernel_ops.h), taken before the SQE is rewritten. */
+static uint32_t legacy_recv_flags(struct ring *r, const struct io_uring_sqe *sqe)
+{
+	return (legacy_rule(r, sqe, LEGACY_KEEPS_ON_FAILURE) ? REQ_KEEPS_BUF : 0) |
+	       (legacy_rule(r, sqe, LEGACY_NO_SOCK_NONEMPTY) ? REQ_NO_NONEMPTY : 0);
+}
+
 static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			       struct rewrite_undo *u)
 {
@@ -1363,14 +1395,24 @@ static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const s
 			keep = readable ? 0 : bundle_keep(r, sqe, keep);
 		else if (incremental_group(r, sqe))
 			;	/* its entry is taken in turn, once the data is there */
-		else if ((sqe->msg_flags & MSG_DONTWAIT) || readable) {
+		else if ((sqe->msg_flags & MSG_DONTWAIT) || readable ||
+			 legacy_rule(r, sqe, LEGACY_BIND_AT_FIRST_ATTEMPT)) {
+			/* A receive that keeps its buffer whatever it gets
+			 * gives nothing back to the batch. */
+			uint32_t old = legacy_recv_flags(r, sqe);
 			select_now(r, sqe, def, want, &msg, u, 0);
-			if (u->kind == UNDO_SELECT)
-				batch_recv_add(r, u->req, fixed || (readable & ~(POLLIN | POLLRDNORM)));
+			if (u->kind == UNDO_SELECT) {
+				u->req->flags |= old;
+				if (!(old & REQ_KEEPS_BUF))
+					batch_recv_add(r, u->req, fixed || (readable & ~(POLLIN | POLLRDNORM)));
+			}
 			return NULL;
 		}
 	}
+	uint32_t old = legacy_recv_flags(r, sqe);
 	struct req *q = recv_defer(r, sqe, want, &msg, u);
+	if (q)
+		q->flags |= old;
 	if (q && keep) {
 		/* RECV: the length 6.18 kept from the attempt (first_attempt). */
 		q->orig.len = keep;
@@ -1524,8 +1566,9 @@ static int multi_bundle_recv(struct ring *r, struct req *q)
  * RWF_NOWAIT so that data another reader took first makes it wait again,
  * not block.  A file without FMODE_NOWAIT refuses the flag at prep
  * (-EOPNOTSUPP, nothing read: a pipe before 5.12, as make vm-test shows on
- * 5.10); the step's completion then marks the request, and its steps are
- * plain READs (complete_recv_multi).
+ * 5.10); the step's completion then marks the request, and that step is
+ * read again as a plain READ after its poll (complete_recv_multi); the
+ * mark goes with the step's buffer (req_recv_unbound).
  */
 static int read_waits(const struct req *q)
 {
@@ -1805,7 +1848,7 @@ static int bundle_send_step(struct ring *r, struct req *q)
 	sqe->msg_flags |= MSG_WAITALL;	/* a bundle wants its entries whole */
 	sqe->user_data = req_tag(&r->reqs, q);
 	bundle_sqe(sqe, q->bun, IORING_OP_SENDMSG);
-	q->flags &= (uint16_t)~REQ_COMMITTED;
+	q->flags &= ~(uint32_t)REQ_COMMITTED;
 	if (incremental_group(r, &q->orig)) {
 		/* io_buffers_select commits a send's mapping at once: nothing
 		 * is left to settle at completion, or to put back on undo. */
@@ -1952,6 +1995,11 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 	}
 	if (left_to_kernel_bad_fd(r, sqe, def))
 		return NULL;
+	if (!def->sr_flags && !(sqe->flags & IOSQE_FIXED_FILE) && legacy_rule(r, sqe, LEGACY_READ_MODE_AT_PREP) &&
+	    write_only(sqe->fd)) {
+		standin(r, sqe, -EBADF, FAIL_AT_PREP, u);
+		return NULL;
+	}
 	if (not_a_socket(sqe, def)) {
 		standin(r, sqe, -ENOTSOCK, FAIL_AT_ISSUE, u);
 		return NULL;
@@ -1962,9 +2010,13 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 	}
 	struct msghdr none = { 0 };
 	if (!ring_read_lazy(r, sqe, def)) {
+		uint32_t old = def->sr_flags ? 0 : legacy_recv_flags(r, sqe) & REQ_KEEPS_BUF;
 		/* An incremental ring's entry out with a transfer: a READ
 		 * waits its turn (as on a file that polls); a SEND cannot. */
-		if (select_now(r, sqe, def, want, NULL, u, 0) == -EBUSY) {
+		int sel = select_now(r, sqe, def, want, NULL, u, 0);
+		if (u->kind == UNDO_SELECT)
+			u->req->flags |= old;
+		if (sel == -EBUSY) {
 			if (!def->sr_flags)
 				return recv_defer(r, sqe, want, &none, u);
 			log_once(BUFSEL_LOG_WARN, ONCE_RING_INC_SEND,
@@ -2503,6 +2555,8 @@ void rewrite_undo(struct ring *r, struct rewrite_undo *u)
 		spin_unlock(&r->x->pool_lock);
 		break;
 	case UNDO_PROVIDE:
+		if (u->req)
+			req_free(&r->reqs, u->req);
 		spin_lock(&r->x->pool_lock);
 		pool_provide_undo(r->x->pool, u->bgid, u->added, u->created);
 		spin_unlock(&r->x->pool_lock);

@@ -449,6 +449,7 @@ long emu_setup(const long a[6])
 		return -EFAULT;
 	if (bufsel.conf.mode == BUFSEL_MODE_PASSTHROUGH)
 		return setup_forward(a);
+	kernel_ops_probe();
 	if (compat_setup_flags(p.flags))
 		return -EINVAL;
 	unsigned shadowed = compat_setup_shadowed(p.flags);

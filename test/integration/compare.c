@@ -170,10 +170,11 @@ struct prog {
 static const struct prog programs[] = { PROGRAMS(PROG_ENTRY) };
 
 enum mode { NATIVE, PRELOAD, LAUNCHER, PASSTHROUGH, KERNEL56, TRAP_ONLY, SECCOMP, RINGS_EMULATE, KERNEL515,
-	    KERNEL56_BUFSEL_RINGS, SECCOMP_RINGS };
+	    KERNEL56_BUFSEL_RINGS, SECCOMP_RINGS, KERNEL510, LINUX510 };
 static const char *const mode_name[] = { "native", "preload", "launcher", "passthrough", "kernel 5.6",
 					 "trap only", "seccomp", "rings emulated", "kernel 5.15",
-					 "kernel 5.6, rings bufsel's", "seccomp, rings emulated" };
+					 "kernel 5.6, rings bufsel's", "seccomp, rings emulated", "kernel 5.10",
+					 "native Linux 5.10 (recorded)" };
 
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -248,6 +249,7 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 	case KERNEL515:
 	case KERNEL56_BUFSEL_RINGS:
 	case SECCOMP_RINGS:
+	case KERNEL510:
 		cr_assert(access(lib, R_OK) == 0, "%s: %s; the bufsel runs cannot pass without it",
 			  lib, strerror(errno));
 		env = make_env4(preload, "BUFSEL_LOG=info",
@@ -257,9 +259,13 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 			       : mode == SECCOMP || mode == SECCOMP_RINGS ? "BUFSEL_TRAP=seccomp"
 			       : mode == RINGS_EMULATE ? "BUFSEL_RINGS=emulate"
 			       : mode == KERNEL515 ? "BUFSEL_KERNEL=5.15"
+			       : mode == KERNEL510 ? "BUFSEL_KERNEL=5.10"
 						   : NULL,
 			       mode == KERNEL56 ? "BUFSEL_RINGS=kernel"
 			       : mode == SECCOMP_RINGS ? "BUFSEL_RINGS=emulate"
+			       /* 5.15's rings are bufsel's, and checked against this
+				* kernel's: its legacy groups keep this kernel's rules. */
+			       : mode == KERNEL515 ? "BUFSEL_LEGACY=latest"
 						       : NULL);
 		break;
 	case LAUNCHER:
@@ -271,6 +277,8 @@ static void run_prog_arg(struct run *r, const struct prog *p, enum mode mode, ch
 		argv[2] = exe;
 		argv[3] = arg;
 		break;
+	case LINUX510:
+		cr_assert_fail("a recorded run is read, not run (recorded_510)");
 	}
 	harness_run(r, argv, env, p->timeout);
 }
@@ -479,6 +487,58 @@ static void check_against_native(const char *name, enum mode mode)
 		expect_intercepted(shim, p);
 	}
 	free_run(native);
+	free_run(shim);
+}
+
+/*
+ * The program's native run on a real Linux 5.10, recorded by make vm-test
+ * (VM_RECORD) into test/vm/linux-5.10/NAME.out and NAME.rc: its stdout and
+ * exit status.
+ */
+static void recorded_510(struct run *r, const char *name)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "test/vm/linux-5.10/%s.rc", name);
+	FILE *f = fopen(path, "r");
+	int rc = -1;
+	cr_assert(f != NULL, "%s: %s (run the suites from the source tree)", path, strerror(errno));
+	cr_assert(fscanf(f, "%d", &rc) == 1 && rc >= 0 && rc < 256, "%s: not an exit status", path);
+	fclose(f);
+	snprintf(path, sizeof(path), "test/vm/linux-5.10/%s.out", name);
+	f = fopen(path, "r");
+	cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+	*r = (struct run){ .mode = LINUX510, .status = rc << 8, .err = strdup("") };
+	size_t cap = 0;
+	FILE *m = open_memstream(&r->out, &cap);
+	cr_assert(m != NULL);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, n, m);
+	fclose(f);
+	fclose(m);
+	r->out_len = cap;
+}
+
+/*
+ * What a real 5.10 showed of its legacy groups (docs/kernel-semantics.md,
+ * "Found on a real Linux 5.10"), simulated here: under BUFSEL_KERNEL=5.10
+ * the program prints what it printed natively there, and ends the same way.
+ */
+static void check_against_510(const char *name)
+{
+	const struct prog *p = find_prog(name);
+	struct run *real = &run_a, *shim = &run_b;
+	recorded_510(real, name);
+	run_prog(shim, p, KERNEL510);
+	const char *why = shim->exec_failed ? "could not be executed"
+					    : harness_exit_problem(shim, WEXITSTATUS(real->status));
+	cr_assert(!why, "%s, %s run: %s (as natively on 5.10)\n--- stderr (last 3000 bytes) ---\n%s\n"
+		  "--- stdout (last 1500 bytes) ---\n%s", name, mode_name[KERNEL510], why,
+		  harness_tail(shim->err, shim->err_len, 3000), harness_tail(shim->out, shim->out_len, 1500));
+	expect_same_stdout(real, shim, name);
+	expect_intercepted(shim, p);
+	free_run(real);
 	free_run(shim);
 }
 
@@ -762,6 +822,62 @@ Test(log, unshadowed_ring_warned_once, .timeout = 30)
 }
 
 /* A program built but missing from the table would silently go unchecked. */
+/*
+ * Programs whose native run on a real Linux 5.10 differs from this
+ * kernel's, and which BUFSEL_KERNEL=5.10 reproduces here: the legacy
+ * groups' rules of the kernels before 5.18 (newest first, a receive bound
+ * at its first attempt, PROVIDE_BUFFERS' count, a length of 0 reading
+ * nothing, a buffer kept whatever the result) and what 5.10 lacks and
+ * bufsel refuses as it would.  Their transcripts are in test/vm/linux-5.10
+ * (make vm-test VM_RECORD=...); a program whose 5.10 run hangs, or that
+ * meets what only the kernel beneath decides, is not here
+ * (docs/kernel-semantics.md, "Found on a real Linux 5.10").
+ */
+#define KERNEL510_TEST(n) \
+	Test(kernel510, n, .timeout = 60) { check_against_510(#n); }
+KERNEL510_TEST(bs_eof_wave)
+KERNEL510_TEST(bs_idle)
+KERNEL510_TEST(bs_link)
+KERNEL510_TEST(bs_recv)
+KERNEL510_TEST(bs_timeout_wait)
+KERNEL510_TEST(cq_unattended)
+KERNEL510_TEST(fork_shared_ring)
+KERNEL510_TEST(msg_ring)
+KERNEL510_TEST(pol_inject)
+KERNEL510_TEST(pol_maxlen)
+KERNEL510_TEST(sq128)
+KERNEL510_TEST(stress_fork)
+KERNEL510_TEST(stress_recv)
+KERNEL510_TEST(stress_signals)
+KERNEL510_TEST(taskrun_flag)
+KERNEL510_TEST(wait_early)
+
+/* Every recorded transcript is one a test reads. */
+Test(table, every_linux510_transcript_is_used)
+{
+	static const char *const used[] = { "bs_eof_wave", "bs_idle", "bs_link", "bs_recv", "bs_timeout_wait",
+					     "cq_unattended", "fork_shared_ring", "msg_ring", "pol_inject",
+					     "pol_maxlen", "sq128", "stress_fork", "stress_recv", "stress_signals",
+					     "taskrun_flag", "wait_early" };
+	DIR *d = opendir("test/vm/linux-5.10");
+	cr_assert(d != NULL, "test/vm/linux-5.10: %s (run the suites from the source tree)", strerror(errno));
+	struct dirent *e;
+	unsigned seen = 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 5 || strcmp(e->d_name + len - 4, ".out"))
+			continue;
+		bool found = false;
+		for (size_t i = 0; i < sizeof(used) / sizeof(used[0]); i++)
+			found |= strlen(used[i]) == len - 4 && !strncmp(used[i], e->d_name, len - 4);
+		cr_expect(found, "test/vm/linux-5.10/%s: no kernel510 test reads it", e->d_name);
+		seen++;
+	}
+	closedir(d);
+	cr_expect_eq(seen, sizeof(used) / sizeof(used[0]), "%u transcripts for %zu tests", seen,
+		     sizeof(used) / sizeof(used[0]));
+}
+
 Test(table, every_built_program_is_listed)
 {
 	char dir[PATH_MAX];

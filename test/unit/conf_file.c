@@ -100,6 +100,7 @@ Test(conf_file, every_key_from_the_file)
 			       "trap = seccomp\n"
 			       "fail_alloc = 12\n"
 			       "rings = emulate\n"
+			       "legacy = latest\n"
 			       "cap = 64\n"
 			       "max_len = 4096\n"
 			       "enobufs_rate = 0.25\n"
@@ -118,6 +119,7 @@ Test(conf_file, every_key_from_the_file)
 	cr_assert_eq(c.trap, BUFSEL_TRAP_SECCOMP);
 	cr_assert_eq(c.fail_alloc, 12);
 	cr_assert_eq(c.rings, BUFSEL_RINGS_EMULATE);
+	cr_assert_eq(c.legacy, BUFSEL_LEGACY_LATEST);
 	cr_assert_eq(c.all.cap, 64);
 	cr_assert_eq(c.all.max_len, 4096);
 	cr_assert_eq(c.all.enobufs_ppb, 250000000);
@@ -201,7 +203,7 @@ Test(conf_file, a_key_given_twice_is_an_error)
 
 Test(conf_file, unknown_keys_and_sections_are_errors)
 {
-	static const char keys[] = "(keys: mode, log, kernel, stats, patch, trap, fail_alloc, rings, cap, max_len, enobufs_rate, seed; for one "
+	static const char keys[] = "(keys: mode, log, kernel, stats, patch, trap, fail_alloc, rings, legacy, cap, max_len, enobufs_rate, seed; for one "
 				   "group: group.<bgid>.cap|max_len|enobufs_rate|seed)";
 	char want[512];
 	static const char *const bad[] = { "foo", "Mode", "MODE", "group.5", "group.", "group.5.", "groups.5.cap",
@@ -279,7 +281,7 @@ Test(conf_file, long_keys_and_values_are_quoted_short)
 	memset(text, 'k', 100);
 	strcpy(text + 100, " = 1\n");
 	snprintf(want, sizeof(want),
-		 "bufsel: t.conf:1: %.64s...: unknown key (keys: mode, log, kernel, stats, patch, trap, fail_alloc, rings, cap, max_len, "
+		 "bufsel: t.conf:1: %.64s...: unknown key (keys: mode, log, kernel, stats, patch, trap, fail_alloc, rings, legacy, cap, max_len, "
 		 "enobufs_rate, seed; for one group: group.<bgid>.cap|max_len|enobufs_rate|seed)\n",
 		 text);
 	bad_text(text, want);

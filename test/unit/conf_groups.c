@@ -199,6 +199,7 @@ Test(conf_groups, show_prints_every_effective_setting_and_its_origin)
 			      "trap = auto                      # default\n"
 			      "fail_alloc = 0                   # default\n"
 			      "rings = auto                     # default\n"
+			      "legacy = kernel                  # default\n"
 			      "cap = 16                         # f.conf:1\n"
 			      "max_len = 0                      # default\n"
 			      "enobufs_rate = 0.125             # f.conf:2\n"

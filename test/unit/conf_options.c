@@ -383,7 +383,7 @@ Test(conf, setting_checks_a_key_and_names_its_variable)
 	cr_assert_eq(conf_setting("group.5.log", 11, "info", var, sizeof(var), err, sizeof(err)), -EINVAL);
 	cr_assert_str_eq(err, "group.5.log: log is not a per-group key (per-group keys: cap, max_len, enobufs_rate, seed)");
 	cr_assert_eq(conf_setting("Mode", 4, "emulate", var, sizeof(var), err, sizeof(err)), -EINVAL);
-	cr_assert_str_eq(err, "Mode: unknown key (keys: mode, log, kernel, stats, patch, trap, fail_alloc, rings, cap, max_len, enobufs_rate, seed; "
+	cr_assert_str_eq(err, "Mode: unknown key (keys: mode, log, kernel, stats, patch, trap, fail_alloc, rings, legacy, cap, max_len, enobufs_rate, seed; "
 			      "for one group: group.<bgid>.cap|max_len|enobufs_rate|seed)");
 	cr_assert_eq(conf_setting("BUFSEL_MODE", 11, "emulate", var, sizeof(var), err, sizeof(err)), -EINVAL);
 }

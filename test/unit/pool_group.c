@@ -353,16 +353,55 @@ Test(provide, first_error_in_prep_order_wins)
 Test(provide, prep_alone_gives_the_same_answer_as_submission)
 {
 	struct pool_provide r = { .addr = 0x1000, .len = 8, .nbufs = 1, .bgid = 1 };
-	cr_assert_eq(pool_provide_prep(&r), 0);
+	cr_assert_eq(pool_provide_prep(&r, 0), 0);
 	r.splice_fd_in = 3;
-	cr_assert_eq(pool_provide_prep(&r), -EINVAL);
+	cr_assert_eq(pool_provide_prep(&r, 0), -EINVAL);
 	r = (struct pool_provide){ .addr = 0x1000, .len = 8, .nbufs = 1, .off = 65536 };
-	cr_assert_eq(pool_provide_prep(&r), -E2BIG);
+	cr_assert_eq(pool_provide_prep(&r, 0), -E2BIG);
 	/* Issue-time results are not prep's: a ring-mapped or full group. */
 	cr_assert_eq(pool_ring_register(P, 1), 0);
 	r = (struct pool_provide){ .addr = 0x1000, .len = 8, .nbufs = 1, .bgid = 1 };
-	cr_assert_eq(pool_provide_prep(&r), 0);
+	cr_assert_eq(pool_provide_prep(&r, 0), 0);
 	cr_assert_eq(provide_r(r), -EINVAL);
+}
+
+/* docs/kernel-semantics.md, "Found on a real Linux 5.10": its prep. */
+Test(provide, prep_5_10_checks_count_range_and_first_bid_only)
+{
+	struct pool_provide r = { .addr = 0x1000, .len = 8, .nbufs = 65535, .bgid = 1 };
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), 0);
+	r.nbufs = 65536;
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), -E2BIG);
+	cr_assert_eq(pool_provide_prep(&r, 0), 0);
+	r.nbufs = 0;
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), -E2BIG);
+	/* Unchecked: a length of 0, splice_fd_in, the last bid past 65535. */
+	r = (struct pool_provide){ .addr = 0x1000, .len = 0, .nbufs = 2, .splice_fd_in = 3, .off = 65535 };
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), 0);
+	cr_assert_eq(pool_provide_prep(&r, 0), -EINVAL);
+	/* A range past the user's end is access_ok's -EFAULT, overflowing or
+	 * not; a negative length (an int in 5.10) makes it huge. */
+	r = (struct pool_provide){ .addr = UINT64_MAX - 4, .len = 8, .nbufs = 1 };
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), -EFAULT);
+	cr_assert_eq(pool_provide_prep(&r, 0), -EOVERFLOW);
+	r = (struct pool_provide){ .addr = 0x1000, .len = 0x80000000u, .nbufs = 1 };
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), -EFAULT);
+	r = (struct pool_provide){ .addr = 0x1000, .len = 8, .nbufs = 1, .off = 65536 };
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), -E2BIG);
+	r.off = 0, r.rw_flags = 1;
+	cr_assert_eq(pool_provide_prep(&r, POOL_PREP_5_10), -EINVAL);
+}
+
+Test(remove, prep_5_10_takes_at_most_65535_and_any_splice_fd_in)
+{
+	struct pool_remove r = { .nbufs = 65535, .bgid = 1, .splice_fd_in = 1 };
+	cr_assert_eq(pool_remove_prep(&r, POOL_PREP_5_10), 0);
+	cr_assert_eq(pool_remove_prep(&r, 0), -EINVAL);
+	r.splice_fd_in = 0, r.nbufs = 65536;
+	cr_assert_eq(pool_remove_prep(&r, POOL_PREP_5_10), -EINVAL);
+	cr_assert_eq(pool_remove_prep(&r, 0), 0);
+	r.nbufs = 1, r.off = 1;
+	cr_assert_eq(pool_remove_prep(&r, POOL_PREP_5_10), -EINVAL);
 }
 
 /* KERNEL-SEMANTICS.md, REMOVE_BUFFERS: a test per row. */
@@ -382,7 +421,7 @@ Test(remove, nonzero_addr_len_off_rw_flags_or_splice_fd_in_is_einval)
 	r = ok, r.splice_fd_in = 1;
 	cr_assert_eq(remove_r(r), -EINVAL);
 	cr_assert_eq(stats(1).available, 4);
-	cr_assert_eq(pool_remove_prep(&ok), 0);
+	cr_assert_eq(pool_remove_prep(&ok, 0), 0);
 	cr_assert_eq(remove_r(ok), 1);
 }
 
