@@ -2608,8 +2608,17 @@ static int rewrite_barrier(struct ring *r, const struct io_uring_sqe *sqe)
  * then means that kernel as it was. */
 static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	if (bufsel.conf.rings == BUFSEL_RINGS_KERNEL || !(sqe->flags & IOSQE_BUFFER_SELECT) ||
-	    (r->x->pool && group_kind(r, sqe) == POOL_KERNEL_RING))
+	if (bufsel.conf.rings == BUFSEL_RINGS_KERNEL)
+		return 0;
+	/* Multishot receive is bufsel's: on a receive without a buffer to
+	 * select the flag stays, for the kernel beneath to refuse (-EINVAL)
+	 * as every kernel with multishot receive does; cleared, it would make
+	 * a plain receive that waits. */
+	if (!(sqe->flags & IOSQE_BUFFER_SELECT))
+		return sqe->opcode == IORING_OP_RECV || sqe->opcode == IORING_OP_RECVMSG
+			       ? sqe->ioprio & IORING_RECV_MULTISHOT
+			       : 0;
+	if (r->x->pool && group_kind(r, sqe) == POOL_KERNEL_RING)
 		return 0;
 	/* Bundles only where the features said so (setup.c). */
 	uint32_t bundle = (sqe->ioprio & IORING_RECVSEND_BUNDLE) && bufring_keeps_all() ? IORING_RECVSEND_BUNDLE : 0;
