@@ -14,27 +14,48 @@
 #include "preload/sys.h"
 
 #define KERNEL_PROVIDE_BUFFERS 0x507
-#define KERNEL_STRICT_ORDER 0x512	/* "manage provided buffers strictly ordered" */
-#define KERNEL_CHECKED_PROVIDE 0x50f	/* "add ->splice_fd_in checks" and the overflow checks */
-#define KERNEL_ZERO_LEN_SELECT 0x600	/* "allow 0 length for buffer select", "recycle buffers on error" */
 #define KERNEL_SOCK_NONEMPTY 0x513	/* IORING_CQE_F_SOCK_NONEMPTY */
+#define KERNEL_BEFORE_PROBE 0x500	/* no IORING_REGISTER_PROBE: 5.1 to 5.5 */
+
+/*
+ * The rules of legacy groups a kernel older than `until` has (kernel_ops.h,
+ * pool.h), each from the commit that ended it.  Only 5.10 and 6.18 were
+ * run (make vm-test); the releases between come from the kernel's history.
+ */
+static const struct {
+	unsigned until;
+	unsigned rules;
+} legacy_rows[] = {
+	/* "manage provided buffers strictly ordered"; io_kbuf_recycle */
+	{ 0x512, POOL_NEWEST_FIRST | LEGACY_PROVIDE_COUNT | LEGACY_BIND_AT_FIRST_ATTEMPT },
+	/* io_rw_init_file; io_buffer_select returning the address; SOCK_NONEMPTY */
+	{ 0x513, LEGACY_READ_MODE_AT_PREP | LEGACY_NULL_IS_A_BUFFER | LEGACY_NO_SOCK_NONEMPTY },
+	/* "add ->splice_fd_in checks" and the overflow checks */
+	{ 0x50f, POOL_PREP_5_10 },
+	/* "allow 0 length for buffer select", "recycle buffers on error" */
+	{ 0x600, LEGACY_LEN0_READS_NOTHING | LEGACY_KEEPS_ON_FAILURE },
+};
 
 /* bufsel.kernel_ops: KO_PROBED, and the release the probe shows above it. */
 #define KO_PROBED 1u
 #define KO_RELEASE_SHIFT 8
 
 /* The kernel's last opcode, as IORING_REGISTER_PROBE reports it (it says so
- * whatever number of entries it is given room for); 0 if it cannot say. */
-static unsigned probe_last_op(void)
+ * whatever number of entries it is given room for); 0 for a kernel without
+ * the probe or without io_uring; -1 if the ring to ask on could not be had
+ * (no descriptor or memory left), to be asked again. */
+static long probe_last_op(void)
 {
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
 	long fd = sys_call3(__NR_io_uring_setup, 1, (long)&p, 0);
+	if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM)
+		return -1;
 	if (fd < 0)
 		return 0;
 	struct io_uring_probe pr;
 	memset(&pr, 0, sizeof(pr));
-	unsigned last = 0;
+	long last = 0;
 	if (!sys_call6(__NR_io_uring_register, fd, IORING_REGISTER_PROBE, (long)&pr, 0, 0, 0))
 		last = pr.last_op;
 	sys_close((int)fd);
@@ -42,18 +63,16 @@ static unsigned probe_last_op(void)
 }
 
 /* The release of the kernel beneath, a floor (major << 8 | minor): the
- * newest release among those whose opcodes it has; 0 before 5.6, whose
- * IORING_REGISTER_PROBE is the first. */
+ * newest release among those whose opcodes it has. */
 static unsigned kernel_release(void)
 {
 	unsigned k = atomic_load_explicit(&bufsel.kernel_ops, memory_order_acquire);
 	if (!k) {
-		/* Not kept if the kernel could not say (no fd left for the
-		 * probe's ring): asked again next time. */
-		unsigned last = probe_last_op();
-		if (!last)
-			return 0;
-		k = KO_PROBED | compat_release_of_last_op(last) << KO_RELEASE_SHIFT;
+		long last = probe_last_op();
+		if (last < 0)
+			return KERNEL_BEFORE_PROBE;	/* this time only */
+		k = KO_PROBED | (last ? compat_release_of_last_op((unsigned)last) : KERNEL_BEFORE_PROBE)
+					<< KO_RELEASE_SHIFT;
 		atomic_store_explicit(&bufsel.kernel_ops, k, memory_order_release);
 	}
 	return k >> KO_RELEASE_SHIFT;
@@ -81,14 +100,9 @@ unsigned kernel_legacy_rules(void)
 	if (v < KERNEL_PROVIDE_BUFFERS)
 		return 0;
 	unsigned rules = 0;
-	if (v < KERNEL_STRICT_ORDER)
-		rules |= POOL_NEWEST_FIRST | LEGACY_PROVIDE_COUNT | LEGACY_BIND_AT_FIRST_ATTEMPT;
-	if (v < KERNEL_SOCK_NONEMPTY)
-		rules |= LEGACY_NO_SOCK_NONEMPTY | LEGACY_READ_MODE_AT_PREP | LEGACY_NULL_IS_A_BUFFER;
-	if (v < KERNEL_CHECKED_PROVIDE)
-		rules |= POOL_PREP_5_10;
-	if (v < KERNEL_ZERO_LEN_SELECT)
-		rules |= LEGACY_LEN0_READS_NOTHING | LEGACY_KEEPS_ON_FAILURE;
+	for (size_t i = 0; i < sizeof(legacy_rows) / sizeof(legacy_rows[0]); i++)
+		if (v < legacy_rows[i].until)
+			rules |= legacy_rows[i].rules;
 	return rules;
 }
 

@@ -26,6 +26,12 @@
 #define LEGACY_BIND_AT_FIRST_ATTEMPT (1u << 9)
 /* 5.7-5.19: a length of 0 reads 0 bytes into the selected buffer. */
 #define LEGACY_LEN0_READS_NOTHING (1u << 10)
+/* 5.7-5.19: a request that selected a buffer keeps it and reports it
+ * whatever its result (an error, end of file); one cancelled loses it. */
+#define LEGACY_KEEPS_ON_FAILURE (1u << 11)
+/* 5.7-5.18: no IORING_CQE_F_SOCK_NONEMPTY on such a receive (bufsel gives
+ * the flag only to the receives those kernels lack). */
+#define LEGACY_NO_SOCK_NONEMPTY (1u << 12)
 /* 5.7-5.18: a READ or READV checks that its file is open for reading at
  * prep (io_read_prep), before it selects: -EBADF, the batch stopped there,
  * the group untouched. */
@@ -33,12 +39,6 @@
 /* 5.7-5.18: a buffer at address 0 is a buffer like any other (5.19's
  * io_buffer_select returns the address, and 0 means none left). */
 #define LEGACY_NULL_IS_A_BUFFER (1u << 14)
-/* 5.7-5.18: no IORING_CQE_F_SOCK_NONEMPTY on such a receive (bufsel gives
- * the flag only to the receives those kernels lack). */
-#define LEGACY_NO_SOCK_NONEMPTY (1u << 12)
-/* 5.7-5.19: a request that selected a buffer keeps it and reports it
- * whatever its result (an error, end of file); one cancelled loses it. */
-#define LEGACY_KEEPS_ON_FAILURE (1u << 11)
 unsigned kernel_legacy_rules(void);
 /* Asks the kernel beneath now, before the program's ring exists: the answer
  * does not depend on a descriptor being free when a rule is first needed. */
