@@ -2046,6 +2046,20 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 		standin(r, sqe, -EAGAIN, FAIL_AT_ISSUE, u);
 		return NULL;
 	}
+	/* The read of nothing ends at once, from bufsel: handed on, it would
+	 * wait for data on a pipe without FMODE_NOWAIT (before 5.12).  Not
+	 * one whose CQE may be skipped, which the stand-in needs to take the
+	 * entry. */
+	if (res == 1 && !readable && !(sqe->flags & IOSQE_CQE_SKIP_SUCCESS) && !incremental_group(r, sqe)) {
+		struct pool_buf b;
+		spin_lock(&r->x->pool_lock);
+		int taken = !pool_select_how(r->x->pool, sqe->buf_group, &b, sel_how(sqe));
+		spin_unlock(&r->x->pool_lock);
+		if (taken) {
+			standin_takes(r, standin(r, sqe, 0, SUCCEED, u), &b);
+			return NULL;
+		}
+	}
 	/* An incremental ring's READ takes its entry in turn, when data is
 	 * there (rewrite_bind_recv). */
 	if ((!readable || incremental_group(r, sqe)) && !nowait && !res) {
