@@ -291,18 +291,25 @@ static uint32_t rw_count(uint32_t len)
 
 static int write_only(int fd);
 
-/* Does a rule of the kernel the program meets for legacy groups
- * (kernel_ops.h) apply to sqe: a single request (none of the multishot,
- * bundle or poll-first receives, which only kernels with 6.18's rules
- * have) on a legacy group? */
-static int legacy_rule(struct ring *r, const struct io_uring_sqe *sqe, unsigned rule)
+/* The rules of the kernel the program meets for legacy groups
+ * (kernel_ops.h) that apply to sqe: all of them for a single request (none
+ * of the multishot, bundle or poll-first receives, which only kernels with
+ * 6.18's rules have) on a legacy group, else none. */
+static unsigned legacy_rules_of(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	if (!(kernel_legacy_rules() & rule) || sel_how(sqe) == POOL_SEL_OLDEST)
+	unsigned rules = kernel_legacy_rules();
+	if (!rules || sel_how(sqe) == POOL_SEL_OLDEST)
 		return 0;
 	spin_lock(&r->x->pool_lock);
 	int legacy = pool_kind(r->x->pool, sqe->buf_group) == POOL_LEGACY;
 	spin_unlock(&r->x->pool_lock);
-	return legacy;
+	return legacy ? rules : 0;
+}
+
+/* Does rule apply to sqe?  Asked of the group only when the kernel has it. */
+static int legacy_rule(struct ring *r, const struct io_uring_sqe *sqe, unsigned rule)
+{
+	return (kernel_legacy_rules() & rule) && (legacy_rules_of(r, sqe) & rule);
 }
 
 /* access_ok for a range the kernel takes whole: 0 or -EFAULT. */
@@ -1335,8 +1342,9 @@ static int recvmsg_reads_nothing(struct ring *r, const struct io_uring_sqe *sqe,
  * give (kernel_ops.h), taken before the SQE is rewritten. */
 static uint32_t legacy_recv_flags(struct ring *r, const struct io_uring_sqe *sqe)
 {
-	return (legacy_rule(r, sqe, LEGACY_KEEPS_ON_FAILURE) ? REQ_KEEPS_BUF : 0) |
-	       (legacy_rule(r, sqe, LEGACY_NO_SOCK_NONEMPTY) ? REQ_NO_NONEMPTY : 0);
+	unsigned rules = legacy_rules_of(r, sqe);
+	return (rules & LEGACY_KEEPS_ON_FAILURE ? REQ_KEEPS_BUF : 0) |
+	       (rules & LEGACY_NO_SOCK_NONEMPTY ? REQ_NO_NONEMPTY : 0);
 }
 
 static struct req *select_recv(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
