@@ -296,6 +296,11 @@ static int check_bits(int t, uint64_t v)
 	return bad ? -EINVAL : 0;
 }
 
+int compat_has_setup(unsigned flags)
+{
+	return !compat_kernel() || !(flags & ~known_bits(T_SETUP));
+}
+
 int compat_setup_flags(unsigned flags)
 {
 	return check_bits(T_SETUP, flags & ~compat_setup_shadowed(flags));

@@ -22,6 +22,9 @@ unsigned compat_kernel(void);
 /* The release that brought opcode last_op or one before it, the latest of
  * them: what IORING_REGISTER_PROBE's last_op says of a kernel (a floor). */
 unsigned compat_release_of_last_op(unsigned last_op);
+/* Does the emulated kernel know every setup flag in flags (1 when none is
+ * emulated)?  A question bufsel asks for its own rings: nothing is logged. */
+int compat_has_setup(unsigned flags);
 /* -EINVAL if a setup flag, enter flag or register opcode is newer. */
 int compat_setup_flags(unsigned flags);
 int compat_enter_flags(unsigned flags);

@@ -10,6 +10,7 @@
 
 #include "pool/pool.h"
 #include "preload/compat.h"
+#include "preload/log.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 
@@ -74,6 +75,8 @@ static unsigned kernel_release(void)
 		k = KO_PROBED | (last ? compat_release_of_last_op((unsigned)last) : KERNEL_BEFORE_PROBE)
 					<< KO_RELEASE_SHIFT;
 		atomic_store_explicit(&bufsel.kernel_ops, k, memory_order_release);
+		log_debug("kernel: IORING_REGISTER_PROBE's last_op %ld: the opcodes of %u.%u", last,
+			  (k >> KO_RELEASE_SHIFT) >> 8, (k >> KO_RELEASE_SHIFT) & 0xff);
 	}
 	return k >> KO_RELEASE_SHIFT;
 }

@@ -366,15 +366,28 @@ void mover_sq_launch(struct ring *r)
  */
 #define MOVER_BATCH 16
 
+/*
+ * Under the seccomp filter the mover also looks for rings the program
+ * closed unseen: a pinned ring (a kernel without IORING_SETUP_NO_MMAP)
+ * lives on bufsel's fd and mappings, and natively the program's last close
+ * and unmap end it at once.  Every CLOSE_LOOK_MS while such a ring is live,
+ * every CLOSE_IDLE_MS while none is (a ring set up meanwhile wakes nobody).
+ */
+#define CLOSE_LOOK_MS	20
+#define CLOSE_IDLE_MS	1000
+
 static void *process_mover_main(void *arg)
 {
 	int ep = (int)(long)arg;
 	struct epoll_event ev[MOVER_BATCH];
 	block_sigsys();
+	int look = bufsel.trap == BUFSEL_TRAP_SECCOMP ? CLOSE_LOOK_MS : -1;
 	for (;;) {
-		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, -1, 0, 0);
+		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, look, 0, 0);
 		if (n == -EBADF || n == -EINVAL)
 			return NULL;	/* the program closed it after all: stop */
+		if (n == 0 && look > 0)
+			look = ring_look_for_closes() ? CLOSE_LOOK_MS : CLOSE_IDLE_MS;
 		for (long i = 0; i < n; i++) {
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)

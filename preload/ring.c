@@ -140,7 +140,7 @@ struct ring *ring_alloc(void)
 			r->x->pool_lock.shared = 1;
 			r->x->proc_pid[0] = (int)sys_call3(SYS_getpid, 0, 0, 0);
 			r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
-			r->watch_ep = -1;
+			r->closed_fd = r->watch_ep = -1;
 			atomic_store(&r->real_fd, -1);
 			atomic_store(&r->refs, 1);
 			return r;
@@ -337,7 +337,7 @@ static void ring_destroy(struct ring *r)
 	if (r->mem_fd >= 0)
 		sys_close(r->mem_fd);
 	r->prog_fd = r->priv_fd = r->mover_wake_fd = r->mover_ep = r->mem_fd = -1;
-	r->watch_ep = -1;
+	r->closed_fd = r->watch_ep = -1;
 	atomic_store(&r->real_fd, -1);
 }
 
@@ -402,6 +402,24 @@ int ring_next_owned_fd(unsigned lo, unsigned hi)
 static int ring_alive(struct ring *r);
 static void ring_release(struct ring *r);
 
+/* Under the seccomp filter a close made with the program's own `syscall`
+ * (liburing's io_uring_queue_exit) is not seen: a pinned ring's number may
+ * name another file since, as an unpinned ring's may anywhere. */
+static int closes_unseen(void)
+{
+	return bufsel.trap == BUFSEL_TRAP_SECCOMP;
+}
+
+/* The program's number for r was closed: r is no longer found by it, but
+ * an enter on it that the kernel refuses is still judged as r's
+ * (enter_closed_fd), as natively the program's mapping keeps the ring. */
+static void lose_number(struct ring *r, int fd)
+{
+	if (fd >= 0)
+		r->closed_fd = fd;
+	r->prog_fd = -1;
+}
+
 /* fd was found to be r's file: real calls go there from now on. */
 static struct ring *found_at(struct ring *r, int fd)
 {
@@ -414,20 +432,23 @@ static struct ring *found_at(struct ring *r, int fd)
  * The live ring the program's number fd is recorded for and whose file it
  * names; closed: the mapped one it named before the program closed it
  * (ring_closing).  An unpinned ring's number may have been closed unseen and
- * handed out again, so the file is checked; a ring nothing holds any more is
- * released on the way.
+ * handed out again, and a mapped one's closed, so the file is checked; a
+ * ring nothing holds any more is released on the way.
  */
 static struct ring *by_number(int fd, int closed)
 {
 	for_each_slot(r) {
-		if (!atomic_load_explicit(&r->live, memory_order_acquire) || r->prog_fd != fd)
+		if (!atomic_load_explicit(&r->live, memory_order_acquire) ||
+		    (r->prog_fd != fd && !(closed && r->closed_fd == fd)))
 			continue;
 		struct ring *got = ring_tryget(r);
 		if (!got)
 			continue;
+		if (closed && got->prog_fd < 0 && got->closed_fd == fd && got->map_pin && got->priv_fd >= 0)
+			return got;
 		if (got->prog_fd == fd) {
-			if (closed ? got->unpinned && got->map_pin && got->priv_fd >= 0
-				   : !got->unpinned || same_file(fd, got))
+			if (closed ? got->map_pin && got->priv_fd >= 0
+				   : (!got->unpinned && !got->map_pin && !closes_unseen()) || same_file(fd, got))
 				return got;
 			if (!closed && !ring_alive(got))
 				ring_release(got);
@@ -590,7 +611,7 @@ static int ring_alive_as(struct ring *r, int mapped)
 		return 1;
 	/* The program's fd number is no longer this ring's: a new ring (or any
 	 * file) may get it, and must not be taken for this one. */
-	r->prog_fd = -1;
+	lose_number(r, prog);
 	int real = atomic_load_explicit(&r->real_fd, memory_order_relaxed);
 	if (r->unpinned && real >= 0 && real != r->priv_fd && real != prog && same_file(real, r))
 		return 1;
@@ -598,6 +619,15 @@ static int ring_alive_as(struct ring *r, int mapped)
 	 * that exits takes its registrations along unseen: such a ring stays). */
 	if (atomic_load(&r->registered) > 0)
 		return 1;
+	/* A pinned ring's file is held by bufsel's fd and mappings, as the
+	 * kernel's ring is natively by the program's mappings: the program's
+	 * views of the shadow keep it, its close seen or not, until a sweep
+	 * finds them gone (close_mapped, on a kernel without NO_MMAP). */
+	if (!r->unpinned && r->priv_fd >= 0 && r->sh.mem && !r->prog_mem &&
+	    (mapped == NOT_ASKED ? shadow_mapped_elsewhere(&r->sh) : mapped) != 0) {
+		r->map_pin = 1;
+		return 1;
+	}
 	/* The usual end: the program closed its only fd.  Only a ring whose
 	 * file lives on (a dup, a fork's copy) needs the walk below, which
 	 * also finds the fd the ring is now reached by. */
@@ -701,6 +731,18 @@ void ring_sweep(void)
 	atomic_store_explicit(&pinned_seen, pinned, memory_order_relaxed);
 }
 
+int ring_look_for_closes(void)
+{
+	if (!closes_unseen())
+		return 0;
+	int pinned = 0;
+	for_each_slot(r)
+		pinned |= atomic_load_explicit(&r->live, memory_order_acquire) && !r->unpinned;
+	if (pinned)
+		ring_sweep();
+	return pinned;
+}
+
 /*
  * The kernel has just given fd to a new ring, so a live ring still filed
  * under that number lost it to a close() bufsel did not see (liburing's
@@ -716,7 +758,7 @@ void ring_fd_reused(int fd)
 			continue;
 		if (got->prog_fd == fd) {
 			if (ring_alive(got))
-				got->prog_fd = -1;
+				lose_number(got, fd);
 			else
 				ring_release(got);
 		}
@@ -739,9 +781,11 @@ void ring_closing(unsigned lo, unsigned hi)
 		if (!got)
 			continue;
 		int fd = got->prog_fd;
-		if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi && got->unpinned && got->priv_fd < 0 &&
+		/* A pinned ring has bufsel's fd already; an unpinned one gets
+		 * one, the file's last reference once the program's goes. */
+		if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi && (got->unpinned == (got->priv_fd < 0)) &&
 		    got->sh.mem && !got->prog_mem && shadow_mapped_elsewhere(&got->sh) == 1) {
-			int keep = sys_dupfd_high(fd);
+			int keep = got->unpinned ? sys_dupfd_high(fd) : got->priv_fd;
 			if (keep >= 0) {
 				got->map_pin = 1;
 				got->priv_fd = keep;

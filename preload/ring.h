@@ -205,6 +205,7 @@ struct ring_shared {
 struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	atomic_int prog_fd;	/* the fd number the program got from setup; -1 once a
 				 * new ring took that number and only dups are left */
+	int closed_fd;		/* that number, once it is lost so (lose_number) */
 	unsigned serial;	/* the ring's number in this process, for statistics */
 	unsigned fork_gen;	/* forks before its setup: a child reports only its own */
 	int mem_fd;		/* under valgrind only: the shadow's memfd (high fd), which
@@ -427,6 +428,10 @@ int ring_file_gone(struct ring *r);
 void ring_closing(unsigned lo, unsigned hi);
 void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
+/* Under the seccomp filter, whose trap sees no inline close: a sweep if a
+ * pinned ring is live (bufsel's fd and mappings would keep it past the
+ * program's last close).  1 if one was, else 0. */
+int ring_look_for_closes(void);
 void ring_fd_reused(int fd);			/* the kernel gave fd to a new ring */
 void ring_after_fork(void);
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries);

@@ -139,13 +139,16 @@ void real_mem_free(struct real_mem *m)
  * The kernel's ring in bufsel's memory if it takes it, else as the program
  * asked.  *p comes back as the kernel filled it, less what NO_MMAP changed.
  * SQPOLL rings keep the ordinary way: their completion mover polls bufsel's
- * own fd of the ring.
+ * own fd of the ring.  Under BUFSEL_KERNEL older than 6.5 so does every
+ * ring: bufsel's own requests use nothing that kernel lacks, and the mapped
+ * ring's close path is the one that kernel takes.
  */
 static long setup_real(unsigned entries, struct io_uring_params *p, struct real_mem *m)
 {
 	struct io_uring_params kp = *p;
 	*m = (struct real_mem){0};
-	if (!(p->flags & IORING_SETUP_SQPOLL) && !real_mem_alloc(entries, p, m)) {
+	if (!(p->flags & IORING_SETUP_SQPOLL) && compat_has_setup(IORING_SETUP_NO_MMAP) &&
+	    !real_mem_alloc(entries, p, m)) {
 		kp.flags |= IORING_SETUP_NO_MMAP;
 		kp.cq_off.resv2 = (uintptr_t)m->rings;	/* user_addr in 6.5 headers */
 		kp.sq_off.resv2 = (uintptr_t)m->sqes;
