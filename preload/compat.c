@@ -223,7 +223,15 @@ static struct {
 	int shadow_offers;	/* BUFSEL_RINGS is not kernel: SHADOW_SETUP is offered */
 	void (*report)(const char *kind, const char *name, unsigned since);
 	_Atomic uint64_t reported[T_COUNT];
+	/* The kernel beneath lacks IORING_FEAT_CQE_SKIP (its first ring said
+	 * so: kernel_ops.c asks before the program's first ring). */
+	atomic_int kernel_lacks_skip;
 } compat;
+
+void compat_note_kernel_features(unsigned f)
+{
+	atomic_store_explicit(&compat.kernel_lacks_skip, !(f & IORING_FEAT_CQE_SKIP), memory_order_relaxed);
+}
 
 void compat_init(const struct bufsel_conf *c,
 		 void (*report)(const char *kind, const char *name, unsigned since))
@@ -270,18 +278,67 @@ static void refused(int t, unsigned i)
 }
 
 
+/*
+ * What stable updates of a long-term release took from later ones.  Every
+ * 5.10 since 5.10.162 (January 2023) carries 5.15's io_uring core, with
+ * 5.11's request opcodes: Debian 11's 5.10.223 (make vm-test) reports the
+ * feature bits up to IORING_FEAT_RSRC_TAGS, takes IORING_ENTER_EXT_ARG,
+ * knows IORING_REGISTER_IOWQ_AFF and 5.15's timeout and poll flags, and its
+ * IORING_REGISTER_PROBE says last_op UNLINKAT (5.11).  So BUFSEL_KERNEL=5.10
+ * is that kernel, the 5.10 in use.
+ */
+static const struct stable_row {
+	uint16_t release;
+	uint16_t ops;		/* the release whose request opcodes it has */
+	uint16_t core;		/* ... whose flags, features and register opcodes */
+} stable_rows[] = {
+	{ V(5, 10), V(5, 11), V(5, 15) },
+};
+
+/* The release whose rows of table t (T_COUNT: the feature bits) the
+ * emulated kernel has. */
+static unsigned table_release(int t)
+{
+	unsigned k = compat_kernel();
+	for (size_t i = 0; i < N(stable_rows); i++)
+		if (stable_rows[i].release == k)
+			return t == T_OP ? stable_rows[i].ops : stable_rows[i].core;
+	return k;
+}
+
+/* Fields a stable release checks before the release that gave them a
+ * meaning: 5.10.223's send and receive preps refuse any ioprio
+ * (IORING_RECVSEND_POLL_FIRST: -EINVAL, compat_fields), where 5.10 to
+ * 5.17 ignored it. */
+static const struct {
+	uint16_t release;
+	uint8_t op, field;
+} stable_reads[] = {
+	{ V(5, 10), IORING_OP_SEND, F_IOPRIO }, { V(5, 10), IORING_OP_SENDMSG, F_IOPRIO },
+	{ V(5, 10), IORING_OP_RECV, F_IOPRIO }, { V(5, 10), IORING_OP_RECVMSG, F_IOPRIO },
+};
+
+static unsigned read_release(const struct field_row *r)
+{
+	for (size_t i = 0; i < N(stable_reads); i++)
+		if (stable_reads[i].release == compat_kernel() && stable_reads[i].op == r->op &&
+		    stable_reads[i].field == r->field)
+			return 0;
+	return r->read_since;
+}
+
 static uint64_t known_bits(int t)
 {
 	uint64_t m = 0;
 	for (size_t i = 0; i < tables[t].n; i++)
-		if (tables[t].rows[i].since <= compat_kernel())
+		if (tables[t].rows[i].since <= table_release(t))
 			m |= 1ULL << i;
 	return m;
 }
 
 static int known_index(int t, unsigned i)
 {
-	return i < tables[t].n && tables[t].rows[i].since <= compat_kernel();
+	return i < tables[t].n && tables[t].rows[i].since <= table_release(t);
 }
 
 /* -EINVAL if v has a bit of table t the kernel lacks (each reported). */
@@ -327,7 +384,10 @@ int compat_setup_flags(unsigned flags)
  * the same switch (rewrite_skip). */
 int compat_sqe_skip_shadowed(void)
 {
-	return compat_kernel() && compat.shadow_offers && !known_index(T_SQE_FLAG, IOSQE_CQE_SKIP_SUCCESS_BIT);
+	if (!compat.shadow_offers)
+		return 0;
+	return compat_kernel() ? !known_index(T_SQE_FLAG, IOSQE_CQE_SKIP_SUCCESS_BIT)
+			       : atomic_load_explicit(&compat.kernel_lacks_skip, memory_order_relaxed);
 }
 
 unsigned compat_setup_lacked(unsigned flags)
@@ -347,15 +407,28 @@ int compat_enter_flags(unsigned flags)
 	return check_bits(T_ENTER, flags);
 }
 
+int compat_ext_arg_before_min_wait(void)
+{
+	return compat_kernel() && compat_kernel() < V(6, 12);
+}
+
 unsigned compat_features(unsigned f)
 {
 	if (!compat_kernel())
 		return f;
 	uint64_t m = 0;
 	for (size_t i = 0; i < N(features); i++)
-		if (features[i].since <= compat_kernel())
+		if (features[i].since <= table_release(T_COUNT))
 			m |= 1ULL << i;
 	return f & (unsigned)m;
+}
+
+int compat_register_by_index(unsigned raw)
+{
+	if (!compat_kernel() || !(raw & IORING_REGISTER_USE_REGISTERED_RING) || compat_kernel() >= V(6, 3))
+		return 0;
+	refused(T_REGISTER, (unsigned)N(register_ops));	/* past the table: "<unknown>" */
+	return -EINVAL;
 }
 
 int compat_register_opcode(unsigned opcode)
@@ -413,14 +486,14 @@ static int fields_refused(struct io_uring_sqe *sqe, uint32_t offered)
 	uint32_t clear[N(field_at)] = { 0 };
 	for (unsigned i = 0; i < N(field_rows); i++) {
 		const struct field_row *r = &field_rows[i];
-		if (r->op != sqe->opcode || r->since <= compat_kernel())
+		if (r->op != sqe->opcode || r->since <= table_release(T_FIELD))
 			continue;
 		uint32_t v = field_get(sqe, r->field) & r->bits;
 		if (r->field == F_IOPRIO)
 			v &= ~offered;
 		if (!v)
 			continue;
-		if (r->read_since <= compat_kernel()) {
+		if (read_release(r) <= table_release(T_FIELD)) {
 			refused(T_FIELD, i);
 			bad = 1;
 		} else {

@@ -29,6 +29,10 @@ int compat_has_setup(unsigned flags);
 int compat_setup_flags(unsigned flags);
 int compat_enter_flags(unsigned flags);
 int compat_register_opcode(unsigned opcode);
+/* IORING_REGISTER_USE_REGISTERED_RING (6.3) in io_uring_register's opcode
+ * argument raw: before 6.3 an opcode past the last, -EINVAL before the fd
+ * is looked at. */
+int compat_register_by_index(unsigned raw);
 /* The setup flags among flags that the emulated kernel lacks and the
  * shadow ring gives instead (accepted by compat_setup_flags, kept from the
  * kernel beneath). */
@@ -37,9 +41,18 @@ unsigned compat_setup_shadowed(unsigned flags);
  * the kernel beneath refuses them (its -EINVAL for the ring with them:
  * Linux 5.10 knows none of them, as make vm-test shows), 0 otherwise. */
 unsigned compat_setup_lacked(unsigned flags);
-/* Is IOSQE_CQE_SKIP_SUCCESS one the emulated kernel lacks and bufsel gives
- * (its SQEs reach the kernel without it, the hooks' skip drops the CQE)? */
+/* The feature bits of a ring of the kernel beneath (kernel_ops.c's probe). */
+void compat_note_kernel_features(unsigned f);
+/* Is IOSQE_CQE_SKIP_SUCCESS one the emulated kernel, or with none emulated
+ * the kernel beneath (5.10 to 5.16: no IORING_FEAT_CQE_SKIP), lacks and
+ * bufsel gives (its SQEs reach the kernel without it, the hooks' skip drops
+ * the CQE)? */
 int compat_sqe_skip_shadowed(void);
+/* IORING_ENTER_EXT_ARG before 6.12, which made io_getevents_arg's pad
+ * min_wait_usec and reads the timeout before it waits: pad must be 0
+ * (-EINVAL, as on 5.10.223), and a wait the CQ already satisfies returns
+ * before the timeout is read.  0 when no kernel is emulated. */
+int compat_ext_arg_before_min_wait(void);
 /* The feature bits that kernel reports. */
 unsigned compat_features(unsigned f);
 /* Does that kernel know the request opcode? */

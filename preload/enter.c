@@ -8,6 +8,7 @@
  * in an error while completions are ready reports 0.
  */
 #include "preload/ring_io.h"
+#include "preload/compat.h"
 #include "preload/timeouts.h"
 
 #include <errno.h>
@@ -213,15 +214,20 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 	 * TIMEOUT's, still in the kernel after its count) must not end the
 	 * program's wait. */
 	struct io_uring_getevents_arg pga;
-	int kernel_early = (!read_ext_arg(flags, argp, argsz, &pga) && pga.pad) ||
+	int plain = !read_ext_arg(flags, argp, argsz, &pga);
+	int old_arg = compat_ext_arg_before_min_wait();
+	if (old_arg && plain && pga.pad)
+		return -EINVAL;
+	int kernel_early = (plain && pga.pad) ||
 			   atomic_load_explicit(&r->x->tmo_n, memory_order_relaxed) >= TMO_TRACKED;
 	if (ready && min_complete && ready < min_complete)
 		argp = min_wait_arg(flags, argp, argsz, &ga, &mts);
 	do {
 		if (min_complete && ready >= min_complete) {
 			/* The kernel reads an EXT_ARG argument before it looks at
-			 * the CQ: a bad one fails even with completions ready. */
-			if (!(flags & IORING_ENTER_EXT_ARG))
+			 * the CQ: a bad one fails even with completions ready
+			 * (a bad timeout only since 6.12). */
+			if (!(flags & IORING_ENTER_EXT_ARG) || (old_arg && plain))
 				return 0;
 			ret = real_enter(r, 0, 0, flags & ~ENTER_SUBMIT_FLAGS, argp, argsz);
 			complete_reap_follow(r);

@@ -54,6 +54,7 @@ static long probe_last_op(void)
 		return -1;
 	if (fd < 0)
 		return 0;
+	compat_note_kernel_features(p.features);
 	struct io_uring_probe pr;
 	memset(&pr, 0, sizeof(pr));
 	long last = 0;

@@ -153,6 +153,8 @@ static void probe_mark_emulated(const long a[6])
 
 long emu_register(const long a[6])
 {
+	if (compat_register_by_index((unsigned)a[1]))
+		return -EINVAL;
 	unsigned opcode = (unsigned)a[1] & ~IORING_REGISTER_USE_REGISTERED_RING;
 	struct ring *r = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
 				 ? ring_get_registered((unsigned)a[0])

@@ -251,6 +251,11 @@ static long resize_locked(struct ring *r, const long a[6], const struct io_uring
 long resize_rings(struct ring *r, const long a[6])
 {
 	struct io_uring_params p, probe;
+	/* A DEFER_TASKRUN the shadow gives: the kernel beneath is older than
+	 * 6.1, let alone 6.13, and knows no such opcode (its probe's -EINVAL
+	 * would read as every check passed). */
+	if (r->shadowed_flags & IORING_SETUP_DEFER_TASKRUN)
+		return -EINVAL;
 	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) || !a[2] || a[3] != 1 ||
 	    copy_from_prog(&p, (const void *)a[2], sizeof(p)))
 		return kernel_resize(a, (struct io_uring_params *)a[2]);

@@ -16,6 +16,7 @@
 #include "test/prog/cqe_print.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -235,7 +236,7 @@ static void provided_buffers(struct raw_ring *r)
  * every enter of a ring also moves other rings' completions, reading them
  * without waiting for the resize, which must neither crash nor lose a CQE.
  */
-static atomic_int stop_other;
+static atomic_int stop_other, other_started;
 
 static void *other_ring(void *arg)
 {
@@ -259,6 +260,7 @@ static void *other_ring(void *arg)
 			die("other ring: enter");
 		__atomic_store_n(o.cq_head, __atomic_load_n(o.cq_tail, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 		n++;
+		atomic_store(&other_started, 1);
 	}
 	munmap(o.rings, o.rings_len);
 	munmap(o.sqes, o.sqes_len);
@@ -271,6 +273,11 @@ static void resize_while_other_enters(struct raw_ring *r)
 	pthread_t t;
 	if (pthread_create(&t, NULL, other_ring, NULL))
 		die("pthread_create");
+	/* Both threads in their loops from the start: where every resize
+	 * fails at once (a kernel without them), the loop below would
+	 * otherwise end before the other thread ran, or not. */
+	while (!atomic_load(&other_started))
+		sched_yield();
 	unsigned resized = 0, bad = 0, cqes = 0;
 	unsigned long long next = 1000;
 	for (unsigned i = 0; i < 1000; i++) {
