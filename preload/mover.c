@@ -381,7 +381,7 @@ static void *process_mover_main(void *arg)
 	int ep = (int)(long)arg;
 	struct epoll_event ev[MOVER_BATCH];
 	block_sigsys();
-	int look = bufsel.trap == BUFSEL_TRAP_SECCOMP ? CLOSE_LOOK_MS : -1;
+	int look = ring_closes_unseen() ? CLOSE_LOOK_MS : -1;
 	for (;;) {
 		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, look, 0, 0);
 		if (n == -EBADF || n == -EINVAL)

@@ -405,7 +405,7 @@ static void ring_release(struct ring *r);
 /* Under the seccomp filter a close made with the program's own `syscall`
  * (liburing's io_uring_queue_exit) is not seen: a pinned ring's number may
  * name another file since, as an unpinned ring's may anywhere. */
-static int closes_unseen(void)
+int ring_closes_unseen(void)
 {
 	return bufsel.trap == BUFSEL_TRAP_SECCOMP;
 }
@@ -444,11 +444,9 @@ static struct ring *by_number(int fd, int closed)
 		struct ring *got = ring_tryget(r);
 		if (!got)
 			continue;
-		if (closed && got->prog_fd < 0 && got->closed_fd == fd && got->map_pin && got->priv_fd >= 0)
-			return got;
-		if (got->prog_fd == fd) {
+		if (got->prog_fd == fd || (closed && got->prog_fd < 0 && got->closed_fd == fd)) {
 			if (closed ? got->map_pin && got->priv_fd >= 0
-				   : (!got->unpinned && !got->map_pin && !closes_unseen()) || same_file(fd, got))
+				   : (!got->unpinned && !got->map_pin && !ring_closes_unseen()) || same_file(fd, got))
 				return got;
 			if (!closed && !ring_alive(got))
 				ring_release(got);
@@ -733,7 +731,7 @@ void ring_sweep(void)
 
 int ring_look_for_closes(void)
 {
-	if (!closes_unseen())
+	if (!ring_closes_unseen())
 		return 0;
 	int pinned = 0;
 	for_each_slot(r)

@@ -428,6 +428,9 @@ int ring_file_gone(struct ring *r);
 void ring_closing(unsigned lo, unsigned hi);
 void ring_closed(int fd);			/* the program closed fd: release if unused */
 void ring_sweep(void);				/* release rings no fd refers to any more */
+/* Does the trap miss a close the program makes with its own `syscall`
+ * (under the seccomp filter)?  1 or 0. */
+int ring_closes_unseen(void);
 /* Under the seccomp filter, whose trap sees no inline close: a sweep if a
  * pinned ring is live (bufsel's fd and mappings would keep it past the
  * program's last close).  1 if one was, else 0. */

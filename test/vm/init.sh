@@ -12,9 +12,10 @@
 #             under bufsel, with no variable set, it must print what it
 #             printed natively on the host's kernel (/bufsel/expected) and
 #             exit 0; the native run here is shown, and must not pass;
-#   mixed     as emulated, but it also uses legacy groups, which keep this
-#             kernel's rules under bufsel: what it must print, and its exit
-#             status, are its run on the host under BUFSEL_KERNEL=5.10;
+#   mixed     as emulated, but it also uses what this kernel answers its
+#             own way under bufsel too (legacy groups keep its rules; its
+#             errors for what neither has): what it must print, and its
+#             exit status, are its run on the host under BUFSEL_KERNEL=5.10;
 #   seccomp   it does what the seccomp filter, the only trap a kernel
 #             without Syscall User Dispatch has, cannot follow
 #             (docs/interception.md, "What the seccomp fallback cannot
@@ -56,6 +57,12 @@ run() {
 	echo $?
 }
 same_out() { cmp -s "$1" "$2"; }
+# record NAME STATUS FILE: a transcript for the host to keep (VM_RECORD).
+record() {
+	echo "vm-record: begin $1 $2"
+	base64 <"$3"
+	echo "vm-record: end $1"
+}
 # The library's exit report: bufsel was loaded and saw the program's setup.
 # A run killed at its timeout has none, nor one that failed in two threads
 # at once (both in exit(3): the stress programs, as natively on 5.10), and
@@ -83,12 +90,8 @@ while read -r n class t; do
 	brc=$(run "$n" "$t" /tmp/b.out /tmp/b.err LD_PRELOAD=$LIB BUFSEL_LOG=${LOG:-info})
 	# VM_RECORD: both transcripts, for the host to keep.
 	if [ -e /bufsel/record ]; then
-		echo "vm-record: begin $n $nrc"
-		base64 </tmp/n.out
-		echo "vm-record: end $n"
-		echo "vm-record: begin $n.bufsel $brc"
-		base64 </tmp/b.out
-		echo "vm-record: end $n.bufsel"
+		record "$n" "$nrc" /tmp/n.out
+		record "$n.bufsel" "$brc" /tmp/b.out
 	fi
 	verdict=ok
 	case $class in
