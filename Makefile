@@ -7,10 +7,20 @@
 #   make liburing-suite  liburing's own test suite natively and under bufsel in each mode
 #   make liburing-examples  liburing's proxy and UDP echo examples, every byte, under bufsel
 #   make vm-test    the programs native and under bufsel on Debian 11's Linux 5.10, in qemu
-#   make install PREFIX=/usr/local
+#   make deb        build/bufsel_<version>_amd64.deb, with Debian's tools
+#   make deb-test   build it, install it here, check it, remove it (root)
+#   make readme-check  run every command the README shows
+#   make install PREFIX=/usr/local [LIBDIR=...] [DESTDIR=...]
 
 B        ?= build
 PREFIX   ?= /usr/local
+# Where make install puts libbufsel.so; the launcher looks there.
+LIBDIR   ?= $(PREFIX)/lib
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+DOCDIR   ?= $(PREFIX)/share/doc/bufsel
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+VERSION  := $(shell sed -n 's/^\#define BUFSEL_VERSION "\(.*\)"$$/\1/p' version.h)
 CC       ?= cc
 WERROR   ?= -Werror
 SAN      ?=
@@ -41,22 +51,36 @@ UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
 	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o timeouts.o heap.o arena.o spin.o insn.o compat.o opdef.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite \
-	liburing-examples
+	liburing-examples man deb deb-test FORCE
 all: $(B)/libbufsel.so $(B)/bufsel
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBCFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(LIBCFLAGS) -c $< -o $@
 
 $(B)/obj-launcher/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DBUFSEL_LIBDIR='"$(LIBDIR)"' -c $< -o $@
+
+# The launcher has LIBDIR compiled in: a new one rebuilds what names it.
+$(B)/obj-launcher/launcher/library.o $(B)/obj-launcher/launcher/main.o: $(B)/libdir
+$(B)/libdir: FORCE
+	@mkdir -p $(B)
+	@echo '$(LIBDIR)' | cmp -s - $@ || echo '$(LIBDIR)' > $@
+FORCE:
 
 $(B)/libbufsel.so: $(LIB_OBJS) preload/bufsel.map
-	$(CC) -shared $(SAN) -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+	$(CC) -shared $(SAN) $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
 
 $(B)/bufsel: $(LAUNCH_OBJS)
-	$(CC) $(SAN) -o $@ $(LAUNCH_OBJS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $(LAUNCH_OBJS)
+
+# The man pages carry the version in their footer.
+MAN_PAGES := $(B)/man/bufsel.1 $(B)/man/bufsel.conf.5
+$(B)/man/%: docs/% version.h
+	@mkdir -p $(dir $@)
+	sed '1s/"bufsel"/"bufsel $(VERSION)"/' $< > $@
+man: $(MAN_PAGES)
 
 $(B)/test/prog/%_static: test/prog/%_static.c test/prog/cqe_print.h
 	@mkdir -p $(dir $@)
@@ -339,11 +363,23 @@ fuzz-sqe: all $(B)/test/fuzz/sqefuzz $(B)/test/fuzz/difffuzz
 test: $(FUZZ_BINS)
 .PHONY: fuzz fuzz-quick fuzz-rings fuzz-sqe fuzz-sqe-quick
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0755 $(B)/libbufsel.so $(DESTDIR)$(PREFIX)/lib/libbufsel.so
-	install -m 0755 $(B)/bufsel $(DESTDIR)$(PREFIX)/bin/bufsel
-	install -m 0644 docs/bufsel.1 $(DESTDIR)$(PREFIX)/share/man/man1/bufsel.1
+install: all $(MAN_PAGES)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 $(B)/libbufsel.so $(DESTDIR)$(LIBDIR)/libbufsel.so
+	install -m 0755 $(B)/bufsel $(DESTDIR)$(BINDIR)/bufsel
+	install -m 0644 $(B)/man/bufsel.1 $(DESTDIR)$(MANDIR)/man1/bufsel.1
+	install -m 0644 $(B)/man/bufsel.conf.5 $(DESTDIR)$(MANDIR)/man5/bufsel.conf.5
+	install -m 0644 pkg/bufsel.bash-completion $(DESTDIR)$(BASHCOMPDIR)/bufsel
+	install -m 0644 pkg/bufsel.conf $(DESTDIR)$(DOCDIR)/examples/bufsel.conf
+
+deb:
+	pkg/make-deb.sh $(B)
+
+# Installs the package on this machine (root; none installed yet), checks it
+# and removes it again: lintian, the installed launcher and library, dpkg -r.
+deb-test: $(B)/test/prog/bs_recv
+	pkg/test-deb.sh $(B)
 
 clean:
 	rm -rf build build-asan

@@ -10,9 +10,13 @@
 #include <stdnoreturn.h>
 
 #include "conf/options.h"
+#include "version.h"
 
-#define BUFSEL_VERSION "0.1.0"
 #define BUFSEL_LIB_NAME "libbufsel.so"
+/* make sets it to the directory make install puts the library in (LIBDIR). */
+#ifndef BUFSEL_LIBDIR
+#define BUFSEL_LIBDIR "/usr/local/lib"
+#endif
 
 /* Exit statuses, chosen to match the shell's for 126 and 127. */
 enum {
@@ -30,7 +34,9 @@ void say(enum bufsel_log_level level, const char *fmt, ...) __attribute__((forma
 
 /*
  * Finds and checks the library: opt_lib (--lib), else env_lib (BUFSEL_LIB),
- * else next to the executable, else ../lib from it.  Writes its canonical
+ * else next to the executable (a build tree), else in the library directory
+ * the launcher was built for (BUFSEL_LIBDIR), else ../lib from the executable
+ * (an installed tree moved elsewhere).  Writes its canonical
  * absolute path to out, or exits with EXIT_CONFIG.
  */
 void library_find(const char *opt_lib, const char *env_lib, char out[PATH_MAX]);

@@ -55,7 +55,7 @@ static int exe_dir(char dir[PATH_MAX])
 
 void library_find(const char *opt_lib, const char *env_lib, char out[PATH_MAX])
 {
-	char dir[PATH_MAX], build[PATH_MAX + 32], installed[PATH_MAX + 32];
+	char dir[PATH_MAX], where[3][PATH_MAX + 32];
 
 	if (opt_lib) {
 		library_check("--lib ", opt_lib, out);
@@ -68,16 +68,18 @@ void library_find(const char *opt_lib, const char *env_lib, char out[PATH_MAX])
 	if (exe_dir(dir))
 		fail(EXIT_CONFIG, "cannot locate %s: /proc/self/exe is unreadable (%s); "
 		     "pass --lib PATH or set BUFSEL_LIB", BUFSEL_LIB_NAME, strerror(errno));
-	snprintf(build, sizeof(build), "%s/%s", dir, BUFSEL_LIB_NAME);
-	snprintf(installed, sizeof(installed), "%s/../lib/%s", dir, BUFSEL_LIB_NAME);
-	/* Whichever exists is used; a broken one is reported rather than skipped. */
-	if (!access(build, F_OK))
-		library_check("", build, out);
-	else if (!access(installed, F_OK))
-		library_check("", installed, out);
-	else
-		fail(EXIT_CONFIG, "cannot find %s (looked for %s and %s); build it with make, "
-		     "or pass --lib PATH or set BUFSEL_LIB", BUFSEL_LIB_NAME, build, installed);
+	snprintf(where[0], sizeof(where[0]), "%s/%s", dir, BUFSEL_LIB_NAME);
+	snprintf(where[1], sizeof(where[1]), "%s/%s", BUFSEL_LIBDIR, BUFSEL_LIB_NAME);
+	snprintf(where[2], sizeof(where[2]), "%s/../lib/%s", dir, BUFSEL_LIB_NAME);
+	/* Whichever exists first is used; a broken one is reported rather than skipped. */
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		if (!access(where[i], F_OK)) {
+			library_check("", where[i], out);
+			return;
+		}
+	}
+	fail(EXIT_CONFIG, "cannot find %s (looked for %s, %s and %s); build it with make, "
+	     "or pass --lib PATH or set BUFSEL_LIB", BUFSEL_LIB_NAME, where[0], where[1], where[2]);
 }
 
 static int same_file(const char *entry, const char *lib)

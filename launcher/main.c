@@ -113,12 +113,14 @@ static void help(void)
 	       "      the configuration file, as above; --conf sets it\n"
 	       "  %-16s PATH\n"
 	       "      library to preload when --lib is not given; default DIR/%s,\n"
-	       "      then DIR/../lib/%s, DIR being the bufsel executable's directory.\n"
+	       "      then %s/%s, then DIR/../lib/%s, DIR being\n"
+	       "      the bufsel executable's directory.\n"
 	       "      Used by the launcher only and removed from PROGRAM's environment.\n"
 	       "  %s\n"
 	       "      the library's absolute path is appended (':'-separated) to an\n"
 	       "      existing list, once; other preloaded libraries are kept.\n",
-	       "BUFSEL_CONF", "BUFSEL_LIB", BUFSEL_LIB_NAME, BUFSEL_LIB_NAME, "LD_PRELOAD");
+	       "BUFSEL_CONF", "BUFSEL_LIB", BUFSEL_LIB_NAME, BUFSEL_LIBDIR, BUFSEL_LIB_NAME, BUFSEL_LIB_NAME,
+	       "LD_PRELOAD");
 
 	printf("\n"
 	       "Children and exec:\n"

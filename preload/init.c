@@ -33,6 +33,7 @@
 #include "preload/sys.h"
 #include "preload/trap.h"
 #include "preload/valgrind.h"
+#include "version.h"
 
 struct bufsel_state bufsel;
 
@@ -210,7 +211,8 @@ __attribute__((destructor)) static void bufsel_fini(void)
 		bufsel_log_uncapped(BUFSEL_LOG_DEBUG, "dispatch: %lu system calls trapped (trapped= below counts the io_uring ones)",
 				    (unsigned long)n->dispatched);
 	bufsel_log_uncapped(BUFSEL_LOG_INFO,
-		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu patched=%lu sites=%lu",
+		   "exit: pid=%ld rings=%lu setup=%lu enter=%lu register=%lu mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu patched=%lu sites=%lu "
+		   "version=" BUFSEL_VERSION,
 		   sys_call3(SYS_getpid, 0, 0, 0), n->rings, n->setup, n->enter, n->reg, n->mmap,
 		   n->trapped, n->hooked, n->emulated, ring_held_peak(), n->patched, patch_sites());
 }

@@ -10,7 +10,7 @@
  * Identical output alone would also pass if the library were never loaded, so
  * (b) and (c) must show the library's exit report on stderr,
  *   bufsel: exit: pid=N rings=N setup=N enter=N register=N mmap=N trapped=N hooked=N
- *     emulated=N held_peak=N patched=N sites=N
+ *     emulated=N held_peak=N patched=N sites=N version=V
  * one per process, with setup summed over all of them >= 1 for programs that
  * make io_uring calls (children report for themselves) and == 0 for those
  * that do not. A missing library or launcher fails; nothing here skips.
@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "test/integration/harness.h"
+#include "version.h"
 
 /*
  * The table: program name (test/prog/<name>.c), timeout in seconds for one
@@ -388,7 +389,7 @@ static unsigned exit_reports(const struct run *r, const char *name, unsigned lon
 			int got = sscanf(line,
 					 "bufsel: exit: pid=%d rings=%lu setup=%lu enter=%lu register=%lu "
 					 "mmap=%lu trapped=%lu hooked=%lu emulated=%lu held_peak=%lu "
-					 "patched=%lu sites=%lu%n",
+					 "patched=%lu sites=%lu version=" BUFSEL_VERSION "%n",
 					 &pid, &rings, &setup, &enter, &reg, &mmaps, &trapped, &hooked,
 					 &emulated, &held, &patched, &sites, &used);
 			if (held > held_peak_max)
