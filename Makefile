@@ -9,7 +9,7 @@
 #   make vm-test    the programs native and under bufsel on Debian 11's Linux 5.10, in qemu
 #   make deb        build/bufsel_<version>_amd64.deb, with Debian's tools
 #   make deb-test   build it, install it here, check it, remove it (root)
-#   make readme-check  run every command the README shows
+#   make readme-check  run every command the README shows, compare its output (root)
 #   make install PREFIX=/usr/local [LIBDIR=...] [DESTDIR=...]
 
 B        ?= build
@@ -51,7 +51,7 @@ UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
 	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o timeouts.o heap.o arena.o spin.o insn.o compat.o opdef.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite \
-	liburing-examples man deb deb-test FORCE
+	liburing-examples man deb deb-test readme-check FORCE
 all: $(B)/libbufsel.so $(B)/bufsel
 
 $(B)/obj/%.o: %.c
@@ -380,6 +380,11 @@ deb:
 # and removes it again: lintian, the installed launcher and library, dpkg -r.
 deb-test: $(B)/test/prog/bs_recv
 	pkg/test-deb.sh $(B)
+
+# Every sh block of the README run, its shown output compared (root: the
+# README installs the package and removes it).
+readme-check: all $(PROG_BINS)
+	python3 test/readme_check.py README.md
 
 clean:
 	rm -rf build build-asan

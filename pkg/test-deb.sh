@@ -23,7 +23,11 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; 
 quiet() { "$@" >/dev/null; }
 
 [[ $(id -u) == 0 ]] || { echo "deb-test: needs root (dpkg -i)" >&2; exit 1; }
-if dpkg-query -W -f='${Status}' bufsel 2>/dev/null | grep -qv 'not-installed'; then
+status=$(dpkg-query -W -f='${Status}' bufsel 2>/dev/null || true)
+# What dpkg -r of an unedited package leaves is only dpkg's record of it.
+if [[ $status == *config-files* && ! -e /etc/bufsel.conf ]]; then
+	dpkg -P bufsel >/dev/null
+elif [[ -n $status && $status != *not-installed* ]]; then
 	echo "deb-test: a bufsel package is installed or has its configuration here; dpkg -P bufsel first" >&2
 	exit 1
 fi

@@ -407,8 +407,8 @@ static void *process_mover_main(void *arg)
 				}
 				atomic_store_explicit(&r->x->followup_busy, 0, memory_order_release);
 			}
-			pass_end(r);
-			ring_put(r);
+			pass_ring = NULL;
+			ring_put_ending_pass(r);
 		}
 	}
 }

@@ -349,6 +349,19 @@ void ring_put(struct ring *r)
 	}
 }
 
+void ring_put_ending_pass(struct ring *r)
+{
+	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+		/* The last reference: no close waits for this pass (its put came
+		 * first), and the slot must not be touched once it is free. */
+		atomic_fetch_sub_explicit(&r->mover_pass, 1, memory_order_seq_cst);
+		ring_destroy(r);
+		atomic_store_explicit(&r->claimed, 0, memory_order_release);
+		return;
+	}
+	atomic_fetch_sub_explicit(&r->mover_pass, 1, memory_order_seq_cst);
+}
+
 void ring_abandon(struct ring *r)
 {
 	ring_put(r);

@@ -454,6 +454,14 @@ static inline unsigned ring_cq_seq(const struct ring *r)
  * ring with that serial. */
 unsigned ring_slot(const struct ring *r);
 struct ring *ring_get_slot(unsigned slot, unsigned serial);
+/*
+ * A mover's put of the reference it took for a pass, then the pass's end
+ * (mover_pass): a close waiting for the pass (mover_stop) then finds its
+ * own put the last, and tears the ring down, bufsel's fds of it included,
+ * before the program's close returns, as a closed ring fd natively leaves
+ * nothing behind.
+ */
+void ring_put_ending_pass(struct ring *r);
 void ring_for_each_live(void (*fn)(int fd, struct ring *r, int *first), int fd, int *first);
 /* The most buffers any ring had bound to requests at once. */
 unsigned long ring_held_peak(void);
