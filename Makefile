@@ -112,7 +112,7 @@ $(B)/test/prog/%: test/prog/%.c test/prog/cqe_print.h
 # Launcher objects a unit test needs besides pool/ and conf/; launcher/main.c stays out.
 UNIT_LAUNCH_launcher_elf := $(B)/obj-launcher/launcher/elf.o
 $(B)/test/unit/launcher_elf: $(UNIT_LAUNCH_launcher_elf)
-UNIT_LAUNCH_launcher_report := $(B)/obj-launcher/launcher/report.o $(B)/obj-launcher/launcher/json.o
+UNIT_LAUNCH_launcher_report := $(addprefix $(B)/obj-launcher/launcher/,report.o report_options.o report_load.o report_advice.o report_text.o report_plot.o json.o)
 $(B)/test/unit/launcher_report: $(UNIT_LAUNCH_launcher_report)
 UNIT_LAUNCH_launcher_json_write := $(B)/obj-launcher/launcher/json_write.o $(B)/obj-launcher/launcher/json.o
 $(B)/test/unit/launcher_json_write: $(UNIT_LAUNCH_launcher_json_write)
@@ -288,7 +288,7 @@ $(BENCH_WL_SRV:%=$(B)/bench/%): $(B)/bench/%: $(B)/obj-bench/bench/workloads/%.o
 bench-smoke: all bench-progs
 	sh bench/workloads/smoke.sh $(B)
 
-# The A/B benchmark suite (bench/suite.c, docs/performance.md): every workload
+# The A/B benchmark suite (bench/suite.c and bench/suite/, docs/performance.md): every workload
 # of build/bench through `bufsel ab` natively, under emulate, passthrough and
 # kernel56; writes bench/results/latest.{json,md,svg} and prints the table.
 # make bench takes about 7.5 minutes on 2 cores, make bench-quick under 2 minutes.
@@ -299,9 +299,10 @@ BENCH_OPTS   = --bufsel $(B)/bufsel --progs $(BENCH_PROGS) --out $(BENCH_OUT) \
 	$(if $(BENCH_RUNS),--runs $(BENCH_RUNS)) $(if $(BENCH_WARMUP),--warmup $(BENCH_WARMUP)) \
 	$(if $(BENCH_SECONDS),--seconds $(BENCH_SECONDS)) $(if $(BENCH_IDLE_ROUNDS),--idle-rounds $(BENCH_IDLE_ROUNDS))
 
-$(B)/bench/suite: bench/suite.c launcher/json.c launcher/json.h launcher/json_write.c launcher/json_write.h
+$(B)/bench/suite: bench/suite.c $(wildcard bench/suite/*.c bench/suite/*.h) \
+		launcher/json.c launcher/json.h launcher/json_write.c launcher/json_write.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ bench/suite.c launcher/json.c launcher/json_write.c -lm
+	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) -lm
 
 bench: all bench-progs $(B)/bench/suite
 	$(B)/bench/suite $(BENCH_OPTS)

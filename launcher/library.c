@@ -4,8 +4,11 @@
  * wrong kind, which would run the program with bufsel silently absent, so the
  * library is checked here where a failure can still stop the launch.
  */
-#include "launcher/launcher.h"
+#include "launcher/library.h"
+
 #include "launcher/elf.h"
+#include "launcher/launcher.h"
+#include "launcher/messages.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -12,40 +12,23 @@
  */
 #include "launcher/ab.h"
 #include "launcher/launcher.h"
+#include "launcher/library.h"
+#include "launcher/messages.h"
+#include "launcher/program.h"
 #include "launcher/report.h"
+#include "conf/options.h"
+#include "version.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <unistd.h>
 
 extern char **environ;
-
-enum bufsel_log_level launcher_log = BUFSEL_LOG_WARN;
-
-void fail(int status, const char *fmt, ...)
-{
-	va_list ap;
-	fputs("bufsel: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(status);
-}
-
-void say(enum bufsel_log_level level, const char *fmt, ...)
-{
-	va_list ap;
-	if (level > launcher_log)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void help(void)
 {

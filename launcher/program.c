@@ -3,8 +3,11 @@
  * resolves PATH itself, instead of leaving that to execvp(), so the file it
  * inspects is the file that gets executed.
  */
-#include "launcher/launcher.h"
+#include "launcher/program.h"
+
 #include "launcher/elf.h"
+#include "launcher/launcher.h"
+#include "launcher/messages.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -3,111 +3,20 @@
  * appends at the tail in bid order, selection and removal take the head, a
  * put-back goes to the head.  The deque is one array used as a ring, so every
  * one of those is O(1) per buffer and a group costs memory in proportion to
- * the buffers it holds plus those out of it; the array is sized for both (see
- * group.h), and shrinks to twice what it needs once three quarters of it are
- * unused, so that a group that once held 65535 buffers does not keep 1 MiB
- * for ever and one that hovers near a size does not reallocate back and forth.
+ * the buffers it holds plus those out of it (the array's sizing is
+ * slots.c's; what a selection and a delivery count, account.c's).
  */
 #include "pool/group.h"
 
 #include <errno.h>
 #include <string.h>
 
-/* Small enough that 65536 one-buffer groups stay cheap; below it, doubling
- * would reallocate at each of a group's first few buffers. */
-#define GROUP_MIN_CAP 4u
-
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t c = GROUP_MIN_CAP;
-	while (c < n)
-		c <<= 1;
-	return c;
-}
+#include "pool/account.h"
+#include "pool/slots.h"
 
 static uint32_t mask(const struct group *g)
 {
 	return g->cap - 1;
-}
-
-/* Moves the deque into an array of newcap slots (0 frees it), oldest first. */
-static int resize(struct group *g, uint32_t newcap, const struct pool_allocator *a)
-{
-	struct pool_slot *ns = NULL;
-	if (newcap) {
-		ns = pool_alloc(a, (size_t)newcap * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		uint32_t first = g->cap ? g->cap - g->head : 0;
-		if (first > g->count)
-			first = g->count;
-		if (first)
-			memcpy(ns, g->slots + g->head, (size_t)first * sizeof(*ns));
-		if (g->count > first)
-			memcpy(ns + first, g->slots, (size_t)(g->count - first) * sizeof(*ns));
-	}
-	pool_free(a, g->slots, (size_t)g->cap * sizeof(*g->slots));
-	g->slots = ns;
-	g->cap = newcap;
-	g->head = 0;
-	return 0;
-}
-
-static int reserve(struct group *g, uint64_t need, const struct pool_allocator *a)
-{
-	if (need > GROUP_SLOTS_MAX)
-		return -ENOMEM;
-	if (need <= g->cap)
-		return 0;
-	return resize(g, pow2_at_least((uint32_t)need), a);
-}
-
-/* Shrinking is an economy, not a duty: a failed allocation keeps the larger
- * array, which is still correct. */
-static void trim(struct group *g, const struct pool_allocator *a)
-{
-	uint32_t need = g->count + g->in_use;
-	if (!g->cap || need > g->cap / 4)
-		return;
-	uint32_t newcap = need ? pow2_at_least(2 * need) : 0;
-	if (newcap < g->cap)
-		(void)resize(g, newcap, a);
-}
-
-#define HELD_WORDS (POOL_MAX_BIDS / 64)
-
-static void held_free(struct group *g, const struct pool_allocator *a)
-{
-	pool_free(a, g->held_bits, HELD_WORDS * sizeof(uint64_t));
-	g->held_bits = NULL;
-	g->held = 0;
-}
-
-/* A capped delivery: the program now holds the buffer.  Without memory for
- * the bitmap the buffer is simply not counted (the cap then binds less). */
-static void held_mark(struct group *g, uint16_t bid, const struct pool_allocator *a)
-{
-	if (!g->held_bits) {
-		g->held_bits = pool_alloc(a, HELD_WORDS * sizeof(uint64_t));
-		if (!g->held_bits)
-			return;
-		memset(g->held_bits, 0, HELD_WORDS * sizeof(uint64_t));
-	}
-	uint64_t bit = 1ULL << (bid % 64);
-	if (!(g->held_bits[bid / 64] & bit)) {
-		g->held_bits[bid / 64] |= bit;
-		g->held++;
-	}
-}
-
-/* Provided again: the program gave the buffer back. */
-void held_clear(struct group *g, uint16_t bid)
-{
-	uint64_t bit = 1ULL << (bid % 64);
-	if (g->held_bits && (g->held_bits[bid / 64] & bit)) {
-		g->held_bits[bid / 64] &= ~bit;
-		g->held--;
-	}
 }
 
 void group_begin(struct group *g, enum group_kind k)
@@ -131,7 +40,7 @@ void group_begin(struct group *g, enum group_kind k)
 
 int group_begin_legacy(struct group *g, const struct pool_allocator *a)
 {
-	int ret = reserve(g, g->in_use, a);
+	int ret = slots_reserve(g, g->in_use, a);
 	if (!ret)
 		group_begin(g, GROUP_LEGACY);
 	return ret;
@@ -156,7 +65,7 @@ int group_add(struct group *g, const struct pool_provide *r, const struct pool_a
 		k = POOL_GROUP_CAP - g->count;
 	if (!k)
 		return -EOVERFLOW;
-	int ret = reserve(g, (uint64_t)g->count + g->in_use + k, a);
+	int ret = slots_reserve(g, (uint64_t)g->count + g->in_use + k, a);
 	if (ret)
 		return ret;
 
@@ -191,7 +100,7 @@ void group_unadd(struct group *g, uint32_t k, const struct pool_allocator *a)
 		k = (uint32_t)g->provided;
 	g->count -= k;
 	g->provided -= k;
-	trim(g, a);
+	slots_trim(g, a);
 }
 
 /* Newest first, a removal of fewer than all skips the group's first buffer
@@ -216,14 +125,14 @@ uint32_t group_remove(struct group *g, uint32_t nbufs, struct pool_slot *kept, c
 	g->removed += k;
 	if (g->newest_first && !g->count)
 		g->vanished = 1;
-	trim(g, a);
+	slots_trim(g, a);
 	return k;
 }
 
 int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, const struct pool_allocator *a)
 {
 	/* reserve may move the deque: the head is read after it. */
-	int ret = reserve(g, (uint64_t)g->count + g->in_use + k, a);
+	int ret = slots_reserve(g, (uint64_t)g->count + g->in_use + k, a);
 	if (ret)
 		return ret;
 	/* Undone, the removal skipped the first buffer if it would now. */
@@ -239,39 +148,6 @@ int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, co
 	return 0;
 }
 
-static int refuse(struct group *g, uint64_t *reason, int count)
-{
-	if (count) {
-		(*reason)++;
-		g->enobufs++;
-	}
-	return -ENOBUFS;
-}
-
-int group_admit(struct group *g, int empty, int count)
-{
-	/* The kernel's own reason first; the policy only narrows what is left. */
-	if (empty)
-		return refuse(g, &g->enobufs_empty, count);
-	if (g->policy.cap && (uint64_t)g->in_use + g->held >= g->policy.cap)
-		return refuse(g, &g->enobufs_capped, count);
-	if (policy_inject(g))
-		return refuse(g, &g->enobufs_injected, count);
-	return 0;
-}
-
-void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, struct pool_buf *out)
-{
-	if (g->policy.max_len && len > g->policy.max_len)
-		len = g->policy.max_len;
-	*out = (struct pool_buf){ .addr = addr, .len = len, .bid = bid, .bgid = g->bgid };
-	g->selected++;
-	if (++g->in_use > g->peak_in_use)
-		g->peak_in_use = g->in_use;
-	if (g->in_use + g->held > g->peak_out)
-		g->peak_out = g->in_use + g->held;
-	g->in_use_hist[pool_hist_bucket(g->in_use)]++;
-}
 
 int group_select(struct group *g, struct pool_buf *out, int count, int oldest)
 {
@@ -312,28 +188,6 @@ void group_putback(struct group *g, const struct pool_buf *b)
 	g->vanished = 0;
 }
 
-void group_delivered(struct group *g, int64_t used)
-{
-	g->in_use--;
-	g->consumed++;
-	if (used >= 0) {
-		g->used_count++;
-		g->used_bytes += (uint64_t)used;
-		g->used_hist[pool_hist_bucket((uint32_t)used)]++;
-	}
-}
-
-void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a)
-{
-	if (!group_reported(g)) {
-		g->in_use--;
-		return;
-	}
-	group_delivered(g, used);
-	if (g->policy.cap || g->policy.track_held)
-		held_mark(g, bid, a);
-	trim(g, a);
-}
 
 uint32_t group_available(const struct group *g)
 {

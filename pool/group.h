@@ -132,14 +132,6 @@ uint32_t group_remove(struct group *g, uint32_t nbufs, struct pool_slot *kept, c
 /* Puts k slots group_remove kept back at the head, in their order, as if
  * the removal had never been: 0, or -ENOMEM with nothing changed. */
 int group_unremove(struct group *g, const struct pool_slot *kept, uint32_t k, const struct pool_allocator *a);
-/* Whether a selection may go on, the kernel's reason (empty) first and
- * then the policy's: 0, or -ENOBUFS, counted under its reason if count. */
-int group_admit(struct group *g, int empty, int count);
-/* A selection that was admitted took this buffer: *out, its len clamped to
- * the policy's max_len, and the group's counters. */
-void group_took(struct group *g, uint64_t addr, uint32_t len, uint16_t bid, struct pool_buf *out);
-/* The program provided bid again: it no longer holds it. */
-void held_clear(struct group *g, uint16_t bid);
 /* The next buffer of a legacy group (group_next), its len clamped to the
  * policy's max_len: 0 or -ENOBUFS (empty, capped or injected, in that
  * order). */
@@ -148,12 +140,6 @@ int group_select(struct group *g, struct pool_buf *out, int count, int oldest);
  * the end its selection took it from (the head, or the newest end under
  * POOL_NEWEST_FIRST), else dropped. */
 void group_putback(struct group *g, const struct pool_buf *b);
-/* One of in_use was delivered (the caller checked in_use > 0); used is the
- * bytes the program got, or -1 if unknown. */
-void group_consume(struct group *g, uint16_t bid, int64_t used, const struct pool_allocator *a);
-/* The counting part of a delivery (used < 0: no byte count), for one whose
- * buffer the program does not hold: an incremental entry left at the head. */
-void group_delivered(struct group *g, int64_t used);
 
 /* Buffers a selection could take now, as last seen. */
 uint32_t group_available(const struct group *g);

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/account.h"
+
 static void *libc_alloc(void *ctx, size_t size)
 {
 	(void)ctx;

@@ -3,7 +3,7 @@
  * ring-mapped group: the program writes entries and publishes them by moving
  * the tail; a selection takes the entry at the head, which only the pool
  * moves.  Legacy groups and emulated rings share the selection's counters,
- * policies and histograms (group.c); what differs is where the buffers are.
+ * policies and histograms (account.c); what differs is where the buffers are.
  *
  * The kernel does not consume a ring entry until the request that selected
  * it commits (a receive that finds no data leaves the head where it was);
@@ -14,6 +14,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+
+#include "pool/account.h"
 
 static uint16_t ring_mask(const struct group *g)
 {

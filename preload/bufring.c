@@ -30,7 +30,8 @@
 #include "preload/compat.h"
 #include "preload/log.h"
 #include "preload/ring.h"
-#include "preload/setup.h"
+#include "preload/ring_pool.h"
+#include "preload/sharemem.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -188,7 +189,7 @@ static void release_mem(const struct pool_ring *ring)
  */
 static long pin_user_ring(struct pool_ring *ring, uint64_t addr, size_t len)
 {
-	void *mem = setup_shared_mem(len, &ring->mem_fd);
+	void *mem = sharemem_map(len, &ring->mem_fd);
 	if (sys_is_err((long)mem))
 		return -ENOMEM;
 	ring->mem = mem;
@@ -229,7 +230,7 @@ static long register_ring(struct ring *r, const struct bufring_reg *reg)
 	struct pool_ring ring = { .nr = reg->ring_entries, .flags = reg->flags, .mem_fd = -1,
 				  .incremental = !!(reg->flags & BUFRING_INC), .min_left = reg->min_left };
 	if (reg->flags & BUFRING_MMAP) {
-		void *mem = setup_shared_mem(len, &ring.mem_fd);
+		void *mem = sharemem_map(len, &ring.mem_fd);
 		if (sys_is_err((long)mem))
 			return -ENOMEM;
 		ring.mem = mem;

@@ -7,34 +7,35 @@
  * a chain held behind a sentinel is issued or cancelled.
  *
  * Runs under the ring's cq_lock; anything that needs the SQ is queued on
- * r->ready and issued by rewrite_followup once cq_lock is dropped.
+ * r->ready and issued by rewrite_followup (followup.c) once cq_lock is
+ * dropped.  The CQEs of TIMEOUTs bufsel counts are counting.c's, those of
+ * requests it gave a skip flag skip.c's.
  */
 #define _GNU_SOURCE
-#include "preload/rewrite.h"
+#include "preload/completion.h"
 
 #include <errno.h>
 #include <stddef.h>
-#include <string.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "preload/bind.h"
+#include "preload/bundle.h"
+#include "preload/counting.h"
+#include "preload/followup.h"
 #include "preload/kernel_ops.h"
-#include "preload/log.h"
+#include "preload/multishot.h"
+#include "preload/recv.h"
 #include "preload/req.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
+#include "preload/skip.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
 #include "preload/uring_abi.h"
-
-static void post(struct ring *r, uint64_t ud, int res, unsigned flags)
-{
-	struct io_uring_cqe c = { .user_data = ud, .res = res, .flags = flags };
-	complete_post(r, &c);
-}
 
 /* Room in the program's CQ now. */
 static unsigned shadow_room(const struct ring *r)
@@ -49,33 +50,6 @@ static unsigned shadow_room(const struct ring *r)
 static int cq_full(const struct ring *r)
 {
 	return shadow_room(r) <= r->x->synth.len;
-}
-
-/* The held SQEs will never run: each gets -ECANCELED, as a broken chain's do. */
-static void cancel_held(struct ring *r, struct req *q)
-{
-	for (uint32_t i = 0; i < q->nheld; i++)
-		post(r, q->held[i].user_data, -ECANCELED, 0);
-	q->nheld = 0;
-}
-
-static void make_ready(struct ring *r, struct req *q)
-{
-	struct req **tail = &r->ready;
-	while (*tail)
-		tail = &(*tail)->next_ready;
-	q->next_ready = NULL;
-	*tail = q;
-}
-
-static void release(struct ring *r, struct req *q)
-{
-	if (q->timeout) {
-		/* Its LINK_TIMEOUT's CQE is still to come, and goes after ours. */
-		q->flags |= REQ_DONE;
-		return;
-	}
-	req_free(&r->reqs, q);
 }
 
 /*
@@ -113,7 +87,7 @@ static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, 
 		req_free(&r->reqs, t);
 		q->timeout = NULL;
 	}
-	release(r, q);
+	rewrite_release(r, q);
 	return post_it;
 }
 
@@ -280,11 +254,11 @@ static void recv_wait_fail(struct ring *r, struct req *q, int res)
 	fail_waiting_recv(r, q, &cqe);
 	q->orig.opcode = 0xff;		/* nothing of the receive is left to issue */
 	if ((q->orig.flags & IOSQE_IO_HARDLINK) && q->nheld) {
-		make_ready(r, q);	/* the chain goes on; its head is gone */
+		rewrite_make_ready(r, q);	/* the chain goes on; its head is gone */
 		return;
 	}
-	cancel_held(r, q);
-	release(r, q);
+	rewrite_cancel_held(r, q);
+	rewrite_release(r, q);
 }
 
 /*
@@ -318,7 +292,7 @@ static void unpark(struct ring *r)
 		if (res)
 			recv_wait_fail(r, q, res);
 		else
-			make_ready(r, q);
+			rewrite_make_ready(r, q);
 	}
 }
 
@@ -368,8 +342,8 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 		res = cqe->res;
 	} else if (at_plain_eof(q, cqe->res) && (res = select_for_eof(r, q)) <= 0) {
 		if (!res) {
-			post(r, q->user_data, 0, sock_nonempty_asked(q, 0));
-			release(r, q);
+			rewrite_post(r, q->user_data, 0, sock_nonempty_asked(q, 0));
+			rewrite_release(r, q);
 			return 0;
 		}
 	} else {
@@ -378,7 +352,7 @@ static int complete_recv_wait(struct ring *r, struct req *q, struct io_uring_cqe
 	if (!res) {
 		/* Data is there and a buffer is bound: issue the receive (and the
 		 * chain behind it); the poll's CQE is bufsel's alone. */
-		make_ready(r, q);
+		rewrite_make_ready(r, q);
 		return 0;
 	}
 	if (res == -ENOBUFS && !q->cflags && atomic_load_explicit(&r->reqs.bound_recvs, memory_order_relaxed)) {
@@ -442,10 +416,10 @@ static void multi_end(struct ring *r, struct req *q, int res)
 {
 	if (q->nheld && (res >= 0 || (q->flags & REQ_HARDLINK))) {
 		q->kind = REQ_SENTINEL;		/* only the held chain is left to issue */
-		make_ready(r, q);
+		rewrite_make_ready(r, q);
 		return;
 	}
-	cancel_held(r, q);
+	rewrite_cancel_held(r, q);
 	req_free(&r->reqs, q);
 }
 
@@ -470,7 +444,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			rewrite_multi_poll(r, q);	/* an incremental entry is out: its turn comes */
 		else if (res)
 			goto end;
-		make_ready(r, q);
+		rewrite_make_ready(r, q);
 		return 0;
 	}
 	int msg = q->orig.opcode == IORING_OP_RECVMSG;
@@ -580,7 +554,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 			 * poll that fires at once), for fairness among streams. */
 			if (requeue) {
 				rewrite_multi_poll(r, q);
-				make_ready(r, q);
+				rewrite_make_ready(r, q);
 				return 0;
 			}
 			/* The retry found the group as the receive left it: a
@@ -603,7 +577,7 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 		} else {
 			rewrite_multi_poll(r, q);
 		}
-		make_ready(r, q);
+		rewrite_make_ready(r, q);
 		return 0;
 	}
 	spin_lock(&r->x->pool_lock);
@@ -614,20 +588,20 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	spin_unlock(&r->x->pool_lock);
 	if (res == -EOPNOTSUPP && q->orig.opcode == OP_READ_MULTISHOT_NR && !(q->flags & REQ_READ_WAITS)) {
 		/* The step's RWF_NOWAIT, refused at prep (read_waits in
-		 * rewrite.c): nothing was read; it polls and reads again. */
+		 * multishot.c): nothing was read; it polls and reads again. */
 		q->flags |= REQ_READ_WAITS;
 		rewrite_multi_poll(r, q);
-		make_ready(r, q);
+		rewrite_make_ready(r, q);
 		return 0;
 	}
 	if (res == -EAGAIN && !(q->orig.msg_flags & MSG_DONTWAIT)) {
 		/* The data went elsewhere: wait for more.  A RECV keeps the
-		 * length of the buffer it tried (first_attempt in rewrite.c);
+		 * length of the buffer it tried (rewrite_first_attempt in recv.c);
 		 * a bundle, only if it mapped one entry. */
 		if (q->orig.opcode == IORING_OP_RECV && (!bn || mapped == 1))
 			q->want = bn ? q->buf.len : q->next.len;
 		rewrite_multi_poll(r, q);
-		make_ready(r, q);
+		rewrite_make_ready(r, q);
 		return 0;
 	}
 	nonempty = kflags & IORING_CQE_F_SOCK_NONEMPTY;
@@ -641,58 +615,6 @@ end:
 }
 
 static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe);
-
-void counting_unlink(struct ring *r, struct req *q)
-{
-	for (struct req **at = &r->counting; *at; at = &(*at)->next_counting)
-		if (*at == q) {
-			*at = q->next_counting;
-			return;
-		}
-}
-
-/*
- * As io_flush_timeouts: a TIMEOUT whose count is reached completes with 0
- * (nothing with CQE_SKIP_SUCCESS) and counts as fired.  Its timer in the
- * kernel goes with a TIMEOUT_REMOVE of bufsel's; whatever the timer posts
- * before that is hidden (REQ_DONE).
- */
-void rewrite_counted(struct ring *r, unsigned seq)
-{
-	struct req *q;
-	while ((q = r->counting) && (int32_t)(seq - q->target) >= 0) {
-		r->counting = q->next_counting;
-		q->flags |= REQ_DONE;
-		atomic_fetch_add_explicit(&r->x->cq_timeouts, 1, memory_order_release);
-		if (!(q->flags & REQ_SKIP_SUCCESS))
-			post(r, q->user_data, 0, 0);
-		struct req *rm = req_alloc(&r->reqs);
-		if (!rm)
-			continue;	/* the timer fires in its time, unseen */
-		rm->kind = REQ_PROBE;
-		memset(&rm->orig, 0, sizeof(rm->orig));
-		rm->orig.opcode = IORING_OP_TIMEOUT_REMOVE;
-		rm->orig.addr = req_tag(&r->reqs, q);
-		rm->orig.user_data = req_tag(&r->reqs, rm);
-		make_ready(r, rm);
-	}
-}
-
-/* The kernel's timer of a counting TIMEOUT: the program's CQE, unless the
- * count came first. */
-static int complete_timeout(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
-{
-	int done = q->flags & REQ_DONE;
-	if (!done)
-		counting_unlink(r, q);
-	cqe->user_data = q->user_data;
-	req_free(&r->reqs, q);
-	if (done)
-		return 0;
-	if (cqe->res == -ETIME)
-		atomic_fetch_add_explicit(&r->x->cq_timeouts, 1, memory_order_release);
-	return 1;
-}
 
 /* One SEND of a bundle came back: its buffer is the program's again (the
  * kernel consumes a legacy buffer whatever the send's result), and the
@@ -726,7 +648,7 @@ static int complete_send_bundle(struct ring *r, struct req *q, struct io_uring_c
 		multi_end(r, q, res);
 		return 0;
 	}
-	make_ready(r, q);
+	rewrite_make_ready(r, q);
 	return 0;
 }
 
@@ -766,31 +688,6 @@ int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe)
 	return post_it;
 }
 
-/* An SQE bufsel gave IOSQE_CQE_SKIP_SUCCESS (rewrite_skip): posted unless
- * it succeeded, or its chain broke at a flagged request before it. */
-static int complete_skip(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
-{
-	int more = cqe->flags & IORING_CQE_F_MORE;
-	int failed = cqe->res < 0 || (uint32_t)cqe->res < q->want;
-	int posts = (q->flags & REQ_CHAIN_HIDDEN) && cqe->res == -ECANCELED ? 0
-		   : (q->flags & REQ_SKIP_SUCCESS)			   ? more || failed
-									   : 1;
-	/* Its own failure, not its chain's cancellation, hides the rest. */
-	if (failed && !more && (q->flags & REQ_SKIP_SUCCESS) &&
-	    !((q->flags & REQ_IN_CHAIN) && cqe->res == -ECANCELED))
-		for (uint64_t t = q->chain_next; t;) {
-			struct req *n = req_lookup(&r->reqs, t);
-			if (!n || n->kind != REQ_SKIP)
-				break;
-			n->flags |= REQ_CHAIN_HIDDEN;
-			t = n->chain_next;
-		}
-	cqe->user_data = q->user_data;
-	if (!more)
-		req_free(&r->reqs, q);
-	return posts;
-}
-
 static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 {
 	switch (q->kind) {
@@ -815,7 +712,7 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		return !skipped;
 	}
 	case REQ_SKIP:
-		return complete_skip(r, q, cqe);
+		return rewrite_complete_skip(r, q, cqe);
 	case REQ_WATCH: {
 		struct pool_seen seen = {
 			.res = cqe->res, .buffer = !!(cqe->flags & IORING_CQE_F_BUFFER),
@@ -845,7 +742,7 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		req_free(&r->reqs, q);
 		return 0;
 	case REQ_TIMEOUT:
-		return complete_timeout(r, q, cqe);
+		return rewrite_complete_timeout(r, q, cqe);
 	case REQ_CANCEL_ALL: {
 		cqe->user_data = q->user_data;
 		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;
@@ -855,10 +752,10 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 	}
 	case REQ_SENTINEL:
 		if (cqe->res < 0) {
-			cancel_held(r, q);
+			rewrite_cancel_held(r, q);
 			req_free(&r->reqs, q);
 		} else {
-			make_ready(r, q);
+			rewrite_make_ready(r, q);
 		}
 		return 0;
 	case REQ_LINK_TIMEOUT: {
@@ -878,89 +775,4 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 	}
 	}
 	return 1;
-}
-
-/* A receive whose data came, with nothing chained behind it (nor a
- * LINK_TIMEOUT), bufsel's own TIMEOUT_REMOVE, or a multishot stream's next
- * step: what the mover issues between the program's enters, as the
- * kernel's task work runs while the program does something else (a
- * READ_MULTISHOT on a pipe reads each write apart).  A stream whose CQE
- * finds the program's CQ full ends there (complete_recv_multi, cq_full). */
-static int unattended_ok(const struct req *q)
-{
-	return (q->kind == REQ_RECV_SEL && !q->nheld && !q->timeout) || q->kind == REQ_PROBE ||
-	       q->kind == REQ_RECV_MULTI;
-}
-
-/*
- * Takes what is ready to issue, in order; unattended (the mover): only up
- * to the first request that is not unattended_ok.  A stream's steps are
- * paced by the program's enters (a multishot receive ends where the
- * program's CQ overflows), and a held chain's CQEs keep their order against
- * what the program submits next.  Under sq_lock: what is taken is issued
- * before anyone else submits.
- */
-static struct req *take_ready(struct ring *r, int unattended)
-{
-	spin_lock(&r->x->cq_lock);
-	struct req *list = r->ready, **cut = &list;
-	while (*cut && (!unattended || unattended_ok(*cut)))
-		cut = &(*cut)->next_ready;
-	r->ready = *cut;
-	*cut = NULL;
-	spin_unlock(&r->x->cq_lock);
-	return list;
-}
-
-void rewrite_followup(struct ring *r, int unattended)
-{
-	if (!r->ready)
-		return;
-	spin_lock(&r->x->sq_lock);
-	struct req *list = take_ready(r, unattended);
-	if (!list) {
-		spin_unlock(&r->x->sq_lock);
-		return;
-	}
-	unsigned placed = 0;
-	for (struct req *q = list, *next; q; q = next) {
-		next = q->next_ready;
-		const struct io_uring_sqe *first = q->kind == REQ_RECV_SEL || q->kind == REQ_PROBE ? &q->orig
-						   : q->kind == REQ_RECV_MULTI ||
-							     q->kind == REQ_SEND_BUNDLE ? &q->next
-											: NULL;
-		/* A stream's next step goes alone: its chain waits for its end. */
-		int multi = q->kind == REQ_RECV_MULTI || q->kind == REQ_SEND_BUNDLE;
-		int n = submit_held(r, first, multi ? NULL : q->held, multi ? 0 : q->nheld);
-		if (n < 0 && q->kind == REQ_PROBE) {
-			/* A TIMEOUT_REMOVE of bufsel's: the timer fires unseen. */
-			spin_lock(&r->x->cq_lock);
-			req_free(&r->reqs, q);
-			spin_unlock(&r->x->cq_lock);
-			continue;
-		}
-		if (n < 0) {
-			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_NO_ROOM, "no room in the real SQ for a held chain: its SQEs are cancelled");
-			spin_lock(&r->x->cq_lock);
-			if (first)
-				post(r, q->user_data, -EBUSY, 0);
-			cancel_held(r, q);
-			spin_unlock(&r->x->cq_lock);
-			n = 0;
-		}
-		placed += (unsigned)n;
-		if (!multi)
-			q->nheld = 0;
-		if (q->kind == REQ_SENTINEL || (q->kind == REQ_RECV_WAIT && !first))
-			release(r, q);
-	}
-	if (placed || (r->setup_flags & IORING_SETUP_SQPOLL)) {
-		unsigned flags = r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP
-				 : !unattended && r->enter_tw	      ? IORING_ENTER_GETEVENTS
-									      : 0;
-		long ret = sys_call6(__NR_io_uring_enter, ring_fd(r), placed, 0, flags, 0, 0);
-		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
-			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_SHORT, "the kernel took %ld of %u held SQEs", ret, placed);
-	}
-	spin_unlock(&r->x->sq_lock);
 }

@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 
-#include "preload/signals.h"
+#include "preload/real.h"
 #include "preload/site.h"
 #include "preload/sys.h"
 
@@ -29,7 +29,7 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv)
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	signals_real_sigaction(sig, &dfl, NULL);
+	real_sigaction_call(sig, &dfl, NULL);
 	if (si->si_code <= 0)
 		sys_call3(SYS_tgkill, sys_call3(SYS_getpid, 0, 0, 0), sys_call3(SYS_gettid, 0, 0, 0), sig);
 }
@@ -38,13 +38,13 @@ void crash_init(void)
 {
 	for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++) {
 		struct sigaction cur, sa;
-		if (signals_real_sigaction(crash_signals[i], NULL, &cur) || cur.sa_handler != SIG_DFL)
+		if (real_sigaction_call(crash_signals[i], NULL, &cur) || cur.sa_handler != SIG_DFL)
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = crash_handler;
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
 		sigemptyset(&sa.sa_mask);
-		signals_real_sigaction(crash_signals[i], &sa, NULL);
+		real_sigaction_call(crash_signals[i], &sa, NULL);
 	}
 }
 

@@ -5,7 +5,6 @@
  * ring: one comparison, then the real function.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/io_uring.h>
 #include <stdarg.h>
@@ -24,11 +23,6 @@
 REAL_DECL(mmap);
 REAL_DECL(close);
 REAL_DECL(close_range);
-
-void *real_resolve(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
 
 static long to_libc(long ret)
 {

@@ -19,23 +19,24 @@
 #include "preload/compat.h"
 #include "preload/crash.h"
 #include "preload/dispatch.h"
+#include "preload/gate.h"
 #include "preload/arena.h"
 #include "preload/heap.h"
 #include "preload/log.h"
 #include "preload/mover.h"
 #include "preload/patch.h"
+#include "preload/real.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
 #include "preload/site.h"
 #include "preload/spin.h"
 #include "preload/state.h"
 #include "preload/stats.h"
+#include "preload/stats_closed.h"
 #include "preload/sys.h"
 #include "preload/trap.h"
 #include "preload/valgrind.h"
 #include "version.h"
-
-struct bufsel_state bufsel;
 
 extern char **environ;
 
@@ -93,7 +94,7 @@ static int init_trap(void)
 	struct sigaction old;
 	uint64_t mask = 0;
 	uintptr_t gate = 0;
-	if (signals_real_sigaction(SIGSYS, NULL, &old)) {
+	if (real_sigaction_call(SIGSYS, NULL, &old)) {
 		log_error("libc's sigaction not found: bufsel is inactive, io_uring goes to the kernel");
 		return -ENOSYS;
 	}
@@ -108,7 +109,7 @@ static int init_trap(void)
 	}
 	if (inherited) {
 		/* The parent's filter decides: its gate address, no second filter. */
-		if ((r = sys_gate_map(gate))) {
+		if ((r = gate_map(gate))) {
 			log_error("cannot map the trampoline at 0x%lx, the address the inherited seccomp filter allows "
 				  "(%s): bufsel is inactive, io_uring calls fail with ENOSYS in this process",
 				  (unsigned long)gate, strerror(-r));
@@ -121,10 +122,10 @@ static int init_trap(void)
 	}
 	/* No filter of ours: the SIGSYS handler is only needed if a trap is installed. */
 	bufsel.trap_installed = 0;
-	signals_real_sigaction(SIGSYS, &old, NULL);
+	real_sigaction_call(SIGSYS, &old, NULL);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof(mask), 0, 0);
 	if (valgrind_running() || (!bufsel.conf.secure && valgrind_launcher())) {
-		if ((r = sys_gate_map(0)))
+		if ((r = gate_map(0)))
 			goto no_gate;
 		if (valgrind_running())
 			log_warn("running under valgrind: no seccomp filter, only io_uring calls made through libc "
@@ -149,7 +150,7 @@ static int init_trap(void)
 		log_info("no Syscall User Dispatch (%s): trapping with a seccomp filter, which every child inherits",
 			 strerror(-r));
 	}
-	if ((r = sys_gate_map(0)))
+	if ((r = gate_map(0)))
 		goto no_gate;
 	if ((r = trap_install(sys_gate()))) {
 		log_error("cannot install the seccomp filter (%s): bufsel is inactive, io_uring goes to the kernel",
@@ -162,7 +163,7 @@ no_gate:
 	log_error("cannot map the trampoline (%s): bufsel is inactive, io_uring goes to the kernel", strerror(-r));
 undo:
 	bufsel.trap_installed = 0;
-	signals_real_sigaction(SIGSYS, &old, NULL);
+	real_sigaction_call(SIGSYS, &old, NULL);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof(mask), 0, 0);
 	return r;
 }

@@ -16,6 +16,7 @@
 
 #include "preload/dispatch.h"
 #include "preload/log.h"
+#include "preload/mover_pass.h"
 #include "preload/req.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
@@ -142,31 +143,6 @@ static int sq_sleep(struct ring *r)
 #define POLLER_SPIN_NS	(1000 * 1000ULL)
 #define POLLER_NAP_NS	20000
 
-/* The ring a mover on this thread is in a pass over. */
-static __thread struct ring *pass_ring __attribute__((tls_model("initial-exec")));
-
-/*
- * A pass over a live ring (a reap, the follow-ups it releases, an SQ poll):
- * counted before live is looked at, as mover_stop clears live before it
- * looks at the count, so one of the two sees the other.  0: not live.
- */
-static int pass_begin(struct ring *r)
-{
-	atomic_fetch_add_explicit(&r->mover_pass, 1, memory_order_seq_cst);
-	if (!atomic_load_explicit(&r->live, memory_order_seq_cst)) {
-		atomic_fetch_sub_explicit(&r->mover_pass, 1, memory_order_seq_cst);
-		return 0;
-	}
-	pass_ring = r;
-	return 1;
-}
-
-static void pass_end(struct ring *r)
-{
-	pass_ring = NULL;
-	atomic_fetch_sub_explicit(&r->mover_pass, 1, memory_order_seq_cst);
-}
-
 static void *mover_main(void *arg)
 {
 	struct ring *r = arg;
@@ -189,10 +165,10 @@ static void *mover_main(void *arg)
 	last = now_ns();
 	while (atomic_load_explicit(&r->live, memory_order_acquire)) {
 		uint64_t t = now_ns();
-		if (!pass_begin(r))
+		if (!mover_pass_begin(r))
 			break;
 		int moved = sq_poll(r) | cq_poll(r, 0);
-		pass_end(r);
+		mover_pass_end(r);
 		if (moved)
 			last = t;
 		if (t - last < idle) {
@@ -392,7 +368,7 @@ static void *process_mover_main(void *arg)
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
 				continue;
-			if (!pass_begin(r)) {
+			if (!mover_pass_begin(r)) {
 				ring_put(r);
 				continue;
 			}
@@ -407,7 +383,7 @@ static void *process_mover_main(void *arg)
 				}
 				atomic_store_explicit(&r->x->followup_busy, 0, memory_order_release);
 			}
-			pass_ring = NULL;
+			mover_pass_leave();
 			ring_put_ending_pass(r);
 		}
 	}
@@ -537,22 +513,4 @@ static void reap_other(int fd, struct ring *r, int *first)
 void mover_reap_others(struct ring *r)
 {
 	ring_for_each_live(reap_other, (int)ring_slot(r), NULL);
-}
-
-void mover_stop(struct ring *r)
-{
-	uint64_t one = 1;
-	if (r->has_mover && r->mover_wake_fd >= 0)
-		sys_write(r->mover_wake_fd, &one, sizeof(one));
-	/* The close that ended the ring returns only once no mover touches
-	 * what the program owns: the kernel pins a buffer ring's pages, so a
-	 * program may unmap them right after.  A mover releasing the ring
-	 * itself does not wait for itself; nor, past a bound, for a pass
-	 * that waits on a lock this thread holds (a close from a signal
-	 * handler). */
-	if (pass_ring == r)
-		return;
-	struct timespec nap = { 0, 100000 };
-	for (int i = 0; i < 1000 && atomic_load_explicit(&r->mover_pass, memory_order_seq_cst); i++)
-		sys_call6(SYS_nanosleep, (long)&nap, 0, 0, 0, 0, 0);
 }

@@ -31,9 +31,6 @@ void mover_reap_others(struct ring *r);
 int mover_start(struct ring *r);
 /* SQPOLL: starts the poller's thread at the program's first wake-up. */
 void mover_sq_launch(struct ring *r);
-/* The ring is no longer live: stops its movers, and returns once none is in
- * a pass over it. */
-void mover_stop(struct ring *r);
 /* An enter's IORING_ENTER_SQ_WAKEUP: wakes the ring's poller if it sleeps
  * (NEED_WAKEUP clears at once). */
 void mover_sq_wake(struct ring *r);

@@ -7,7 +7,12 @@
 #ifndef BUFSEL_PRELOAD_REAL_H
 #define BUFSEL_PRELOAD_REAL_H
 
+struct sigaction;
+
 void *real_resolve(const char *name);
+/* libc's own sigaction, the program's view of dispositions left alone
+ * (signals.c); -1 when it cannot be found. */
+int real_sigaction_call(int sig, const struct sigaction *act, struct sigaction *old);
 
 #define REAL_DECL(name) static __typeof__(&(name)) real_##name
 #define REAL(name)                                                          \

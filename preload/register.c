@@ -17,6 +17,7 @@
 #include "preload/req.h"
 #include "preload/resize.h"
 #include "preload/ring_io.h"
+#include "preload/ring_pool.h"
 #include "preload/spin.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"

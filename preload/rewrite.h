@@ -19,13 +19,6 @@ struct ring_hooks;
 
 enum undo_kind { UNDO_NONE, UNDO_REQ, UNDO_SELECT, UNDO_PROVIDE, UNDO_REMOVE };
 
-/* How a stand-in SQE behaves in the kernel. */
-enum standin_class {
-	SUCCEED,	/* a NOP: it runs and succeeds */
-	FAIL_AT_PREP,	/* the kernel rejects it before anything runs */
-	FAIL_AT_ISSUE,	/* it runs, and fails: a link breaks here */
-};
-
 struct rewrite_undo {
 	uint8_t kind;		/* what to take back if the kernel never saw the SQE */
 	uint8_t created;	/* PROVIDE made the group */
@@ -53,10 +46,6 @@ static inline int rewrite_wanted(const struct io_uring_sqe *sqe)
 	       sqe->opcode == IORING_OP_REMOVE_BUFFERS || sqe->opcode == IORING_OP_ASYNC_CANCEL;
 }
 
-/* A ring entry the kernel's import would refuse with -EFAULT, taken for a
- * request that asks for want bytes (0: the entry's length). */
-int rewrite_entry_unreachable(const struct pool_buf *b, uint32_t want);
-
 /* Rewrites *sqe in place; records in *u how to take it back; returns the
  * request that takes the rest of the chain, if any. */
 void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u, int in_chain);
@@ -64,20 +53,6 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 void rewrite_undo(struct ring *r, struct rewrite_undo *u);
 /* The kernel consumed it: what waited for that happens now. */
 void rewrite_commit(struct ring *r, struct rewrite_undo *u);
-/* For the completion side (completion.c): selects a buffer for a receive
- * whose socket now has data and rewrites q->orig onto it; 0 or -errno.
- * again: a parked receive tries again, its refusal already counted. */
-int rewrite_bind_recv(struct ring *r, struct req *q, int again);
-/* A multishot receive's next step into q->next: a poll, or (0, or -ENOBUFS
- * when the group is empty) a receive on a buffer selected now. */
-void rewrite_multi_poll(struct ring *r, struct req *q);
-int rewrite_multi_recv(struct ring *r, struct req *q);
-/* rewrite_multi_recv after a poll: -ENOTSOCK first if the file is no socket. */
-int rewrite_multi_wake(struct ring *r, struct req *q);
-/* A bundle SEND's next step into q->next: a SEND on the group's next buffer
- * (q->emptied says whether that emptied the group); 0, or -ENOBUFS with
- * q->cflags set if a NULL buffer was consumed. */
-int rewrite_bundle_send(struct ring *r, struct req *q);
 
 extern const struct ring_hooks rewrite_hooks;
 
@@ -86,15 +61,5 @@ void rewrite_note_personality(struct ring *r, unsigned opcode, unsigned id, long
 /* A file table registered (or unregistered) on the ring: its size, for the
  * fixed-file lookup the kernel makes before it selects a buffer. */
 void rewrite_note_files(struct ring *r, unsigned opcode, const void *arg, unsigned nr_args);
-
-/* completion.c: a real CQE (1 to post it, patched; 0 to hide it), and the
- * chains that completions made ready to issue. */
-int rewrite_complete_cqe(struct ring *r, struct io_uring_cqe *cqe);
-int rewrite_foreign_cqe(struct ring *r, const struct io_uring_cqe *cqe);
-void rewrite_followup(struct ring *r, int unattended);
-/* Counting TIMEOUTs (completion.c): the program's CQ reached seq; and one
- * leaves the ring's list.  Both under cq_lock. */
-void rewrite_counted(struct ring *r, unsigned seq);
-void counting_unlink(struct ring *r, struct req *q);
 
 #endif

@@ -24,11 +24,11 @@
 #include "preload/kernel_ops.h"
 #include "preload/heap.h"
 #include "preload/log.h"
-#include "preload/mover.h"
+#include "preload/mover_pass.h"
 #include "preload/procfile.h"
 #include "preload/shadow.h"
 #include "preload/state.h"
-#include "preload/stats.h"
+#include "preload/stats_closed.h"
 #include "preload/sys.h"
 
 static struct ring ring_store[RING_SLOTS];
@@ -190,40 +190,6 @@ int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries)
 	r->prog_end = (unsigned *)((char *)m + undo + CQE_QUEUE_RESERVE * sizeof(struct io_uring_cqe));
 	r->cq_from_real = (uint8_t *)m + len - cq_entries;
 	return 0;
-}
-
-/* A group's policy (cap, max_len, fault injection) comes from conf/. */
-static int policy_for(uint16_t bgid, struct pool_policy *out, void *arg)
-{
-	const struct conf_group *g = conf_group_get(&bufsel.conf, bgid);
-	(void)arg;
-	*out = (struct pool_policy){
-		.cap = g->cap,
-		.max_len = g->max_len,
-		.enobufs_rate = (double)g->enobufs_ppb / CONF_RATE_ONE,
-		.seed = g->seed,
-		.track_held = bufsel.conf.stats[0] != '\0',
-	};
-	return 0;
-}
-
-/* The pool is made on first use: most rings never select a buffer. */
-int ring_pool(struct ring *r)
-{
-	int err = 0;
-	unsigned rules = r->x->pool ? 0 : kernel_legacy_rules();
-	spin_lock(&r->x->pool_lock);
-	if (!r->x->pool) {
-		struct pool_allocator a = arena_pool_allocator(r->arena);
-		struct pool *p;
-		if (!(err = pool_create_with(&p, &a))) {
-			pool_set_policy(p, policy_for, NULL);
-			pool_set_legacy_rules(p, rules);
-			r->x->pool = p;
-		}
-	}
-	spin_unlock(&r->x->pool_lock);
-	return err;
 }
 
 unsigned ring_slot(const struct ring *r)

@@ -257,7 +257,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 				 * task (0 until a disabled ring is enabled) */
 
 	struct shadow sh;	/* bufsel's mapping of the shadow */
-	/* Personalities registered on the ring (rewrite.c checks an emulated
+	/* Personalities registered on the ring (prep.c checks an emulated
 	 * SQE's as io_init_req does); past the table's size, all are taken. */
 	uint16_t personality[32];
 	uint8_t npersonality, personality_overflow;
@@ -440,7 +440,6 @@ void ring_after_fork(void);
 int ring_scratch_alloc(struct ring *r, unsigned sq_entries, unsigned cq_entries);
 /* A mapping of bufsel's that r no longer uses, unmapped later (retired). */
 void ring_retire(struct ring *r, void *addr, size_t len);
-int ring_pool(struct ring *r);		/* 0, or -ENOMEM */
 /* How many CQEs the program's CQ has had, less fired timeouts' (cq_seq0).
  * Under cq_lock. */
 static inline unsigned ring_cq_seq(const struct ring *r)

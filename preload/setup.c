@@ -29,10 +29,11 @@
 #include "preload/uring_abi.h"
 #include "preload/log.h"
 #include "preload/mover.h"
-#include "preload/stats.h"
+#include "preload/stats_closed.h"
 #include "preload/ring.h"
 #include "preload/ring_io.h"
 #include "preload/setup.h"
+#include "preload/sharemem.h"
 #include "preload/spin.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -232,66 +233,6 @@ int setup_map_real(struct ring *r, const struct io_uring_params *p)
 	return 0;
 }
 
-static int sigxfsz_pending(void)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	sys_call3(SYS_rt_sigpending, (long)&set, 8, 0);
-	return sigismember(&set, SIGXFSZ);
-}
-
-/*
- * Sizes the shadow memfd.  A memfd counts against RLIMIT_FSIZE, and growing
- * it past the limit raises SIGXFSZ, which kills a program whose native
- * io_uring_setup succeeds: below the limit the ring is left to the kernel
- * (-EFBIG, no signal).  SIGXFSZ is blocked around the ftruncate, for a limit
- * lowered meanwhile, and one it raised is taken back.
- */
-static long size_memfd(int fd, size_t len)
-{
-	struct rlimit rl;
-	if (!sys_call6(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&rl, 0, 0) &&
-	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < len)
-		return -EFBIG;
-	sigset_t xfsz, old;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	int was_pending = sigxfsz_pending();
-	sys_call6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&xfsz, (long)&old, 8, 0, 0);
-	long err = sys_call3(SYS_ftruncate, fd, (long)len, 0);
-	if (err && !was_pending && sigxfsz_pending()) {
-		struct timespec zero = { 0, 0 };
-		sys_call6(SYS_rt_sigtimedwait, (long)&xfsz, 0, (long)&zero, 8, 0, 0);
-	}
-	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
-	return err;
-}
-
-/*
- * The shadow lives in a memfd that bufsel maps once and then closes: the
- * program's mappings of it are made from bufsel's (map_shadow_part), so no
- * fd of bufsel's has to sit at a high number, which would make every walk of
- * the process's fd table (ring_alive's) as long as that number.
- */
-void *setup_shared_mem(size_t len, int *mem_fd)
-{
-	*mem_fd = -1;
-	if (!valgrind_running())
-		return sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	int mfd = (int)sys_call3(SYS_memfd_create, (long)"bufsel-buffer-ring", MFD_CLOEXEC, 0);
-	if (mfd < 0)
-		return (void *)(long)mfd;
-	long err = size_memfd(mfd, len);
-	void *mem = err ? (void *)err : sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	if (!sys_is_err((long)mem) && (*mem_fd = sys_dupfd_high(mfd)) < 0) {
-		sys_munmap(mem, len);
-		mem = (void *)(long)*mem_fd;
-		*mem_fd = -1;
-	}
-	sys_close(mfd);
-	return mem;
-}
-
 int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct shadow *sh, int *mem_fd)
 {
 	struct shadow_layout lay;
@@ -314,7 +255,7 @@ int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct sh
 	 * (shadow_maps.c); without it a mapped ring closed is kept. */
 	struct stat st;
 	unsigned long ino = sys_call3(SYS_fstat, mfd, (long)&st, 0) ? 0 : st.st_ino;
-	long err = size_memfd(mfd, lay.total_len);
+	long err = sharemem_size_memfd(mfd, lay.total_len);
 	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_POPULATE, mfd, 0);
 	if (!err && !sys_is_err((long)mem) && valgrind_running()) {

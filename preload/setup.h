@@ -32,10 +32,5 @@ int setup_map_real(struct ring *r, const struct io_uring_params *p);
 /* A new, empty shadow of p's sizes in *sh; *mem_fd its memfd under valgrind
  * (else -1).  0 or -errno. */
 int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct shadow *sh, int *mem_fd);
-/* len bytes of zeroed shared memory the program may map as well: anonymous
- * (the program's mapping is an mremap of it), or under valgrind, which
- * refuses that mremap, a memfd kept in *mem_fd at a high number (else -1).
- * The mapping, or an error as a pointer (sys_is_err). */
-void *setup_shared_mem(size_t len, int *mem_fd);
 
 #endif

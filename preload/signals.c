@@ -34,11 +34,6 @@ void signals_init(void)
 	}
 }
 
-int signals_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	return REAL(sigaction) ? real_sigaction(sig, act, old) : -1;
-}
-
 static int trap_owns_sigsys(void)
 {
 	return bufsel.trap_installed;
@@ -71,7 +66,7 @@ static void die_by_sigsys(void)
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	signals_real_sigaction(SIGSYS, &dfl, NULL);
+	real_sigaction_call(SIGSYS, &dfl, NULL);
 	uint64_t unblock = SIGSYS_BIT;
 	sys_call6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&unblock, 0, KSIGSET_SIZE, 0, 0);
 	sys_call3(SYS_tgkill, sys_call3(SYS_getpid, 0, 0, 0), sys_call3(SYS_gettid, 0, 0, 0), SIGSYS);

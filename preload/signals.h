@@ -19,7 +19,6 @@
 #endif
 
 void signals_init(void);
-int signals_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void signals_chain(int sig, siginfo_t *si, ucontext_t *uc);
 
 /* The raw-syscall forms, for the syscall() hook: a[] as the kernel gets them. */

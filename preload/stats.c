@@ -25,102 +25,11 @@
 #include "pool/pool.h"
 #include "preload/heap.h"
 #include "preload/log.h"
+#include "preload/real.h"
 #include "preload/ring.h"
 #include "preload/signals.h"
+#include "preload/stats_closed.h"
 #include "preload/sys.h"
-
-/* Rendered statistics of rings that are gone, oldest first. */
-struct closed_ring {
-	struct closed_ring *next;
-	size_t len;
-	char text[];
-};
-
-static struct {
-	struct closed_ring *head, **tail;
-	struct spin lock;
-} closed = { NULL, &closed.head, { 0 } };
-
-/* Set while the SIGUSR2 report runs: locks are tried, never waited for, and
- * a ring whose lock is held is left out of that report. */
-static __thread int in_signal;
-
-static int take(struct spin *l)
-{
-	if (!in_signal) {
-		spin_lock(l);
-		return 1;
-	}
-	return spin_trylock(l);
-}
-
-/* Rings made since the last fork (the ones this process reports); a forked
- * child's inherited pools are its parent's (one pool per ring, in the ring's
- * arena), which reports them. */
-static unsigned fork_gen;
-
-void stats_after_fork(void)
-{
-	fork_gen++;
-	closed.head = NULL;	/* the parent's, copied: it reports them */
-	closed.tail = &closed.head;
-	spin_unlock(&closed.lock);
-}
-
-unsigned stats_fork_gen(void)
-{
-	return fork_gen;
-}
-
-static int ours(const struct ring *r)
-{
-	return r->x && r->x->pool && r->fork_gen == fork_gen;
-}
-
-static int stats_wanted(void)
-{
-	return bufsel.conf.stats[0] != '\0';
-}
-
-static int to_stderr(void)
-{
-	return !strcmp(bufsel.conf.stats, "-");
-}
-
-void stats_ring_closed(struct ring *r)
-{
-	if (!stats_wanted() || !ours(r))
-		return;
-	/* What the ring would print: measure, then render into one block.
-	 * The pool is shared with any process the ring was forked into, which
-	 * may change it meanwhile: each pass reads it under its lock, and a
-	 * text that grew between measuring and rendering is measured again. */
-	struct closed_ring *c = NULL;
-	for (size_t room = 0;;) {
-		if (!take(&r->x->pool_lock)) {
-			heap_free(c);
-			return;
-		}
-		size_t n = to_stderr() ? pool_stats_table(r->x->pool, c ? c->text : NULL, c ? room + 1 : 0)
-				       : pool_stats_json(r->x->pool, r->serial, c ? c->text : NULL, c ? room + 1 : 0);
-		spin_unlock(&r->x->pool_lock);
-		if (c && n <= room) {
-			c->len = n;
-			break;
-		}
-		heap_free(c);
-		/* heap_malloc, not malloc: a close can be a trapped call (SIGSYS handler). */
-		c = heap_malloc(sizeof(*c) + n + 1, "stats of a closed ring");
-		if (!c)
-			return;
-		c->next = NULL;
-		room = n;
-	}
-	spin_lock(&closed.lock);
-	*closed.tail = c;
-	closed.tail = &c->next;
-	spin_unlock(&closed.lock);
-}
 
 /* Where the report goes, and the first write error (a file's only). */
 static __thread struct out {
@@ -160,7 +69,7 @@ static void put(int fd, const char *s, size_t n)
 /* On stderr every line is bufsel's: each gets the prefix. */
 static void put_text(int fd, const char *s, size_t n)
 {
-	if (!to_stderr()) {
+	if (!stats_to_stderr()) {
 		put(fd, s, n);
 		return;
 	}
@@ -181,14 +90,14 @@ static void put_live(int fd, struct ring *r, int *first)
 	char buf[POOL_STATS_PIECE_MAX];
 	struct pool_stats_cursor cur = { 0 };
 	ssize_t n;
-	if (!ours(r))
+	if (!stats_ours(r))
 		return;
-	if (!take(&r->x->pool_lock))
+	if (!stats_take(&r->x->pool_lock))
 		return;
-	if (!to_stderr() && !*first)
+	if (!stats_to_stderr() && !*first)
 		put(fd, ",\n", 2);
 	*first = 0;
-	while ((n = to_stderr() ? pool_stats_table_next(r->x->pool, &cur, buf, sizeof(buf))
+	while ((n = stats_to_stderr() ? pool_stats_table_next(r->x->pool, &cur, buf, sizeof(buf))
 				: pool_stats_json_next(r->x->pool, r->serial, &cur, buf, sizeof(buf))) > 0)
 		put_text(fd, buf, (size_t)n);
 	spin_unlock(&r->x->pool_lock);
@@ -197,7 +106,7 @@ static void put_live(int fd, struct ring *r, int *first)
 static void has_pool(int fd, struct ring *r, int *any)
 {
 	(void)fd;
-	*any |= ours(r);
+	*any |= stats_ours(r);
 }
 
 /* "%p" in the path becomes the process id, so processes can keep apart. */
@@ -261,24 +170,24 @@ static void put_report(int fd)
 {
 	char head[96];
 	int first = 1;
-	if (to_stderr()) {
+	if (stats_to_stderr()) {
 		put(fd, "bufsel: buffer pools\n", 21);
 	} else {
 		int n = snprintf(head, sizeof(head), "{\"pid\":%ld,\"rings\":[\n",
 				 sys_call3(SYS_getpid, 0, 0, 0));
 		put(fd, head, (size_t)n);
 	}
-	if (take(&closed.lock)) {
-		for (struct closed_ring *c = closed.head; c; c = c->next) {
-			if (!to_stderr() && !first)
+	if (stats_closed_lock()) {
+		for (const struct stats_closed_ring *c = stats_closed_head(); c; c = c->next) {
+			if (!stats_to_stderr() && !first)
 				put(fd, ",\n", 2);
 			first = 0;
 			put_text(fd, c->text, c->len);
 		}
-		spin_unlock(&closed.lock);
+		stats_closed_unlock();
 	}
 	ring_for_each_live(put_live, fd, &first);
-	if (!to_stderr())
+	if (!stats_to_stderr())
 		put(fd, "\n]}\n", 4);
 }
 
@@ -365,12 +274,12 @@ static void write_file(const char *path)
 
 static void write_all(void)
 {
-	int any = closed.head != NULL;
+	int any = stats_closed_head() != NULL;
 	char path[CONF_PATH_MAX + 32];
 	ring_for_each_live(has_pool, 0, &any);
 	if (!any)
 		return;		/* no buffer group in this process: nothing to say */
-	if (to_stderr()) {
+	if (stats_to_stderr()) {
 		out.fd = 2;
 		out.err = 0;
 		out.off = 0;
@@ -392,20 +301,20 @@ static void on_sigusr2(int sig)
 {
 	(void)sig;
 	struct out saved = out;	/* the exit report this signal may have interrupted */
-	in_signal = 1;
+	stats_set_in_signal(1);
 	write_all();
-	in_signal = 0;
+	stats_set_in_signal(0);
 	out = saved;
 }
 
 void stats_init(void)
 {
 	struct sigaction cur, sa;
-	if (!stats_wanted() || signals_real_sigaction(SIGUSR2, NULL, &cur) || cur.sa_handler != SIG_DFL)
+	if (!stats_wanted() || real_sigaction_call(SIGUSR2, NULL, &cur) || cur.sa_handler != SIG_DFL)
 		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigusr2;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	signals_real_sigaction(SIGUSR2, &sa, NULL);
+	real_sigaction_call(SIGUSR2, &sa, NULL);
 }

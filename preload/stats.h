@@ -12,12 +12,7 @@
 #ifndef BUFSEL_PRELOAD_STATS_H
 #define BUFSEL_PRELOAD_STATS_H
 
-struct ring;
-
 void stats_init(void);
-void stats_ring_closed(struct ring *r);	/* before its pool is destroyed */
 void stats_write(void);
-void stats_after_fork(void);	/* in the child: its pools are its parent's copies */
-unsigned stats_fork_gen(void);	/* stamped on a ring at setup */
 
 #endif

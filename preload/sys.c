@@ -16,15 +16,10 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include "preload/codemem.h"
-
-static const unsigned char gate_code[] = { 0x0f, 0x05, 0xc3 };	/* syscall; ret */
-_Static_assert(sizeof(gate_code) == SYS_GATE_RET_OFF + 1,
-	       "the filter allows the address right after the syscall instruction");
+static const unsigned char gate_code[] = SYS_GATE_CODE;
 
 /* 0 until a gate exists: calls are then issued from bufsel's own text, as
  * the constructor's first lines (no trap of this process exists yet) do. */
@@ -50,7 +45,7 @@ long bufsel_sys_thunk(long nr, long a1, long a2, long a3, long a4, long a5, long
 
 /* Before the gate exists: libc's syscall() is interposed by bufsel, and
  * none of these calls is one an inherited filter traps. */
-static long raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+long sys_raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	register long r10 __asm__("r10") = a4;
 	register long r8 __asm__("r8") = a5;
@@ -61,45 +56,6 @@ static long raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long
 			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
-}
-
-/* Random bits from the kernel; never blocks (GRND_INSECURE early at boot). */
-static uint64_t random_u64(void)
-{
-	uint64_t v = 0;
-	if (raw_call6(SYS_getrandom, (long)&v, sizeof(v), GRND_NONBLOCK, 0, 0, 0) == sizeof(v))
-		return v;
-	if (raw_call6(SYS_getrandom, (long)&v, sizeof(v), 0x0004 /* GRND_INSECURE */, 0, 0, 0) == sizeof(v))
-		return v;
-	unsigned lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32 | lo) * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&v;
-}
-
-static long map_gate_page(uintptr_t want)
-{
-	/* Mapped R-X from the start and written through a writable alias
-	 * (codemem.h): a process under PR_SET_MDWE or a MemoryDenyWriteExecute
-	 * filter, inherited across execve, refuses making a page executable.
-	 * The calls are raw until the page is ready. */
-	return codemem_map_code(want, gate_code, sizeof(gate_code));
-}
-
-int sys_gate_map(uintptr_t want)
-{
-	if (want) {
-		long r = map_gate_page(want);
-		if (!r)
-			bufsel_sys_gate = want;
-		return (int)r;
-	}
-	long r = -EEXIST;
-	for (int i = 0; i < 16 && r == -EEXIST; i++) {
-		uintptr_t a = SYS_GATE_LO + (random_u64() % ((SYS_GATE_HI - SYS_GATE_LO) >> 12) << 12);
-		if (!(r = map_gate_page(a)))
-			bufsel_sys_gate = a;
-	}
-	return (int)r;
 }
 
 int sys_gate_in(uintptr_t lo, uintptr_t hi)
@@ -131,7 +87,7 @@ int sys_trampoline_ready(void)
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	if (__builtin_expect(!bufsel_sys_gate, 0))
-		return raw_call6(nr, a1, a2, a3, a4, a5, a6);
+		return sys_raw_call6(nr, a1, a2, a3, a4, a5, a6);
 	return bufsel_sys_thunk(nr, a1, a2, a3, a4, a5, a6);
 }
 

@@ -11,22 +11,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Where the `syscall` of the gate returns to, from the gate's address. */
+/* The gate's code, and where its `syscall` returns to from its address. */
+#define SYS_GATE_CODE		{ 0x0f, 0x05, 0xc3 }	/* syscall; ret */
 #define SYS_GATE_RET_OFF	2
 /* The range a seccomp-mode gate page is drawn from: 64 TiB, away from the
  * program, its heap, libraries and stacks (0x55..., 0x7f...). */
 #define SYS_GATE_LO		0x100000000000UL
 #define SYS_GATE_HI		0x500000000000UL
 
-/* A gate page at want (the address an inherited filter names), or at a
- * random free page of the range when want is 0.  0 or -errno. */
-int sys_gate_map(uintptr_t want);
 /* The gate at the first `syscall; ret` in [lo, hi), code already mapped. */
 int sys_gate_in(uintptr_t lo, uintptr_t hi);
 uintptr_t sys_gate(void);		/* 0: none yet */
 void sys_gate_restore(uintptr_t gate);	/* back to what sys_gate() said */
 int sys_trampoline_ready(void);	/* 0: sys_call6 issues calls from its own code */
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+/* The same from bufsel's own text, for the calls made before a gate exists. */
+long sys_raw_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 
 static inline long sys_call3(long nr, long a1, long a2, long a3)
 {

@@ -17,6 +17,7 @@
 #include "preload/emulate.h"
 #include "preload/log.h"
 #include "preload/patch.h"
+#include "preload/real.h"
 #include "preload/signals.h"
 #include "preload/site.h"
 #include "preload/sys.h"
@@ -154,7 +155,7 @@ void trap_handler_install(void)
 	 * kernel may itself use io_uring, which must trap again, not kill. */
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	signals_real_sigaction(SIGSYS, &sa, NULL);
+	real_sigaction_call(SIGSYS, &sa, NULL);
 	sigset_t s;
 	sigemptyset(&s);
 	sigaddset(&s, SIGSYS);
