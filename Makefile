@@ -29,7 +29,7 @@ CFLAGS   += -std=gnu11 -Wall -Wextra $(WERROR) -MMD -MP -I. $(SAN)
 LIBCFLAGS = $(CFLAGS) -fPIC -fvisibility=hidden -fno-stack-protector
 LDLIBS_LIB = -Wl,-z,defs -Wl,--version-script=preload/bufsel.map -ldl -lpthread
 
-LIB_SRCS  := $(wildcard preload/*.c pool/*.c conf/*.c)
+LIB_SRCS  := $(wildcard preload/*.c preload/*/*.c pool/*.c conf/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 LAUNCH_SRCS := $(wildcard launcher/*.c conf/*.c)
 LAUNCH_OBJS := $(patsubst %.c,$(B)/obj-launcher/%.o,$(LAUNCH_SRCS))
@@ -48,7 +48,8 @@ UNIT_BINS   := $(UNIT_SRCS:test/unit/%.c=$(B)/test/unit/%)
 # paths, the heap they allocate from and the instruction decoder site
 # patching relies on.
 UNIT_LIBOBJS := $(filter-out $(B)/obj/preload/%,$(LIB_OBJS)) \
-	$(addprefix $(B)/obj/preload/,shadow.o submit.o complete.o timeouts.o heap.o arena.o spin.o insn.o compat.o opdef.o)
+	$(addprefix $(B)/obj/preload/,shadow/shadow.o shadow/submit.o shadow/complete.o shadow/timeouts.o heap.o \
+		arena.o spin.o intercept/insn.o shadow/compat.o select/opdef.o)
 
 .PHONY: all test unit integration asan demo install clean bench bench-quick fuzz-conf liburing-suite \
 	liburing-examples man deb deb-test readme-check FORCE
@@ -210,7 +211,7 @@ vm-test: all $(PROG_BINS)
 # cppcheck with test/cppcheck.supp, clang-tidy with .clang-tidy, one file per
 # job.  Any finding fails.  Needs cppcheck and clang-tidy (Debian 12).
 .PHONY: lint
-LINT_SRCS := $(sort $(wildcard preload/*.c pool/*.c conf/*.c launcher/*.c))
+LINT_SRCS := $(sort $(wildcard preload/*.c preload/*/*.c pool/*.c conf/*.c launcher/*.c))
 LINT_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 lint:
 	cppcheck --std=c11 -I. --library=posix --library=gnu --enable=warning,style,performance,portability \

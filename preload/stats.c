@@ -25,9 +25,9 @@
 #include "pool/pool.h"
 #include "preload/heap.h"
 #include "preload/log.h"
-#include "preload/real.h"
-#include "preload/ring.h"
-#include "preload/signals.h"
+#include "preload/intercept/real.h"
+#include "preload/shadow/ring.h"
+#include "preload/intercept/signals.h"
 #include "preload/stats_closed.h"
 #include "preload/sys.h"
 

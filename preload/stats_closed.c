@@ -12,7 +12,7 @@
 
 #include "pool/pool.h"
 #include "preload/heap.h"
-#include "preload/ring.h"
+#include "preload/shadow/ring.h"
 #include "preload/state.h"
 
 static struct {

@@ -1,6 +1,6 @@
 /*
  * For security.c: where bufsel's gate is.  Asks the seccomp filter, as a
- * bufsel in an exec'd child does (preload/trap.h: io_uring_register(-1,
+ * bufsel in an exec'd child does (preload/intercept/trap.h: io_uring_register(-1,
  * 0xb5e10000 + k) answers with an "errno" of 2048 + 11 bits of the page
  * number), and looks in /proc/self/maps for that page and for the fixed
  * page older versions used, and reads its no_new_privs bit.  stderr: "gate

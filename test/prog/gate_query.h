@@ -1,6 +1,6 @@
 /*
  * The seccomp fallback's gate address, asked of the filter as a bufsel in an
- * exec'd child asks it (preload/trap.h): io_uring_register(-1, 0xb5e10000 +
+ * exec'd child asks it (preload/intercept/trap.h): io_uring_register(-1, 0xb5e10000 +
  * k) for k = 0..3 answers with an "errno" of 2048 + 11 bits of the gate's
  * page number.  The call is made with a syscall instruction of the caller's
  * own, so that no libc hook sees it.  Returns the address, or 0 where no

@@ -2,7 +2,7 @@
  * The memory of a buffer ring registered in the program's own pages stays
  * the program's, as natively: the kernel pins the pages and reads them,
  * and bufsel, which keeps such a ring itself on a kernel without rings,
- * moves them into memory it maps twice (preload/bufring.c).  A fork's
+ * moves them into memory it maps twice (preload/select/bufring.c).  A fork's
  * child gets a copy of its parent's pages, whose writes the parent never
  * sees, while the ring is registered and after; a ring in the middle of a
  * larger mapping leaves its neighbours alone; after the unregistration

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "preload/insn.h"
+#include "preload/intercept/insn.h"
 
 struct tally {
 	unsigned long insns, unknown, wrong;

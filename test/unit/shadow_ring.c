@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "preload/ring.h"
-#include "preload/ring_io.h"
-#include "preload/shadow.h"
+#include "preload/shadow/ring.h"
+#include "preload/shadow/ring_io.h"
+#include "preload/shadow/shadow.h"
 
 struct fake {
 	struct ring r;

@@ -4,7 +4,7 @@
  * bufsel's constructor runs, so that bufsel cannot initialise (the page is
  * the program's, as it could be in any program that maps there).  The
  * address comes from the filter itself, as bufsel learns it
- * (preload/trap.h: io_uring_register(-1, 0xb5e10000 + k) answers with an
+ * (preload/intercept/trap.h: io_uring_register(-1, 0xb5e10000 + k) answers with an
  * "errno" of 2048 + 11 bits of the page number).  Without such a filter
  * (natively, or a parent under Syscall User Dispatch) it maps nothing.
  */
