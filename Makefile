@@ -376,12 +376,12 @@ install: all $(MAN_PAGES)
 	install -m 0644 pkg/bufsel.conf $(DESTDIR)$(DOCDIR)/examples/bufsel.conf
 
 deb:
-	pkg/make-deb.sh $(B)
+	pkg/make-deb.sh $(B) $(VERSION)
 
 # Installs the package on this machine (root; none installed yet), checks it
 # and removes it again: lintian, the installed launcher and library, dpkg -r.
 deb-test: $(B)/test/prog/bs_recv
-	pkg/test-deb.sh $(B)
+	pkg/test-deb.sh $(B) $(VERSION)
 
 # Every sh block of the README run, its shown output compared (root: the
 # README installs the package and removes it).

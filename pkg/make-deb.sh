@@ -2,13 +2,13 @@
 # make deb: builds build/bufsel_<version>_amd64.deb with Debian's own tools
 # (dpkg-buildpackage, debhelper) from a copy of the tree, so that the build
 # tree and the tests stay as they are.
-#   pkg/make-deb.sh BUILD_DIR
+#   pkg/make-deb.sh BUILD_DIR VERSION	(make deb gives VERSION, read from version.h)
 set -euo pipefail
 
-out=$(realpath -m "${1:-build}")
+out=$(realpath -m "${1:?usage: pkg/make-deb.sh BUILD_DIR VERSION}")
+version=${2:-}
 cd "$(dirname "$0")/.."
-version=$(sed -n 's/^#define BUFSEL_VERSION "\(.*\)"$/\1/p' version.h)
-[[ -n $version ]] || { echo "make deb: no BUFSEL_VERSION in version.h" >&2; exit 1; }
+[[ -n $version ]] || { echo "make deb: no version (BUFSEL_VERSION in version.h)" >&2; exit 1; }
 for tool in dpkg-buildpackage dh; do
 	command -v "$tool" >/dev/null || { echo "make deb: $tool is missing: apt-get install -y dpkg-dev debhelper" >&2; exit 1; }
 done

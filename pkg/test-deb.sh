@@ -7,12 +7,12 @@
 # as dpkg keeps an edited conffile, and purge takes it). It installs into
 # the machine's own /usr and /etc, so it refuses to run where bufsel is
 # already installed.
-#   pkg/test-deb.sh BUILD_DIR
+#   pkg/test-deb.sh BUILD_DIR VERSION	(make deb-test gives VERSION, read from version.h)
 set -euo pipefail
 
-b=$(realpath "${1:-build}")
+b=$(realpath "${1:?usage: pkg/test-deb.sh BUILD_DIR VERSION}")
+version=${2:?usage: pkg/test-deb.sh BUILD_DIR VERSION}
 cd "$(dirname "$0")/.."
-version=$(sed -n 's/^#define BUFSEL_VERSION "\(.*\)"$/\1/p' version.h)
 deb=$b/bufsel_${version}_amd64.deb
 prog=$b/test/prog/bs_recv
 fails=0
@@ -33,7 +33,7 @@ elif [[ -n $status && $status != *not-installed* ]]; then
 fi
 [[ -x $prog ]] || { echo "deb-test: $prog is missing (make $prog)" >&2; exit 1; }
 
-pkg/make-deb.sh "$b"
+pkg/make-deb.sh "$b" "$version"
 check "one package, no debug package beside it" test "$(ls "$b"/*.deb)" = "$deb"
 tags=$(lintian --pedantic -I "$deb" 2>&1 | grep -v '^running with root' || true)
 check "lintian --pedantic -I: no tag${tags:+ ($tags)}" test -z "$tags"

@@ -24,10 +24,10 @@
 
 #include "pool/pool.h"
 #include "preload/heap.h"
-#include "preload/log.h"
 #include "preload/intercept/real.h"
-#include "preload/shadow/ring.h"
 #include "preload/intercept/signals.h"
+#include "preload/log.h"
+#include "preload/shadow/ring.h"
 #include "preload/stats_closed.h"
 #include "preload/sys.h"
 

@@ -33,10 +33,10 @@
 #include <unistd.h>
 
 #include "preload/intercept/emulate.h"
-#include "preload/log.h"
 #include "preload/intercept/patch.h"
 #include "preload/intercept/real.h"
 #include "preload/intercept/signals.h"
+#include "preload/log.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"

@@ -9,11 +9,11 @@
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
 
-#include "preload/shadow/compat.h"
+#include "preload/intercept/site.h"
 #include "preload/log.h"
+#include "preload/shadow/compat.h"
 #include "preload/shadow/ring.h"
 #include "preload/shadow/ring_io.h"
-#include "preload/intercept/site.h"
 #include "preload/sys.h"
 
 struct emu_call {

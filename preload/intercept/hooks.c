@@ -14,8 +14,8 @@
 
 #include "preload/intercept/emulate.h"
 #include "preload/intercept/real.h"
-#include "preload/shadow/ring.h"
 #include "preload/intercept/signals.h"
+#include "preload/shadow/ring.h"
 #include "preload/sys.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -17,8 +17,8 @@
 #include "preload/intercept/ehframe.h"
 #include "preload/intercept/emulate.h"
 #include "preload/intercept/insn.h"
-#include "preload/log.h"
 #include "preload/intercept/site.h"
+#include "preload/log.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 

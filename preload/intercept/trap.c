@@ -15,11 +15,11 @@
 
 #include "preload/intercept/dispatch.h"
 #include "preload/intercept/emulate.h"
-#include "preload/log.h"
 #include "preload/intercept/patch.h"
 #include "preload/intercept/real.h"
 #include "preload/intercept/signals.h"
 #include "preload/intercept/site.h"
+#include "preload/log.h"
 #include "preload/sys.h"
 
 #define SD_NR offsetof(struct seccomp_data, nr)

@@ -15,14 +15,14 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "preload/select/fd.h"
 #include "preload/heap.h"
-#include "preload/shadow/kernel_ops.h"
+#include "preload/select/fd.h"
 #include "preload/select/opdef.h"
 #include "preload/select/prep.h"
 #include "preload/select/req.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/kernel_ops.h"
+#include "preload/shadow/ring.h"
 #include "preload/uring_abi.h"
 
 /* The length a selection gives a request that asks for want bytes (0: the

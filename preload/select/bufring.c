@@ -27,8 +27,8 @@
 
 #include "conf/options.h"
 #include "pool/pool.h"
-#include "preload/shadow/compat.h"
 #include "preload/log.h"
+#include "preload/shadow/compat.h"
 #include "preload/shadow/ring.h"
 #include "preload/shadow/ring_pool.h"
 #include "preload/shadow/sharemem.h"

@@ -15,14 +15,14 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "preload/heap.h"
 #include "preload/select/bind.h"
 #include "preload/select/fd.h"
-#include "preload/heap.h"
 #include "preload/select/opdef.h"
 #include "preload/select/prep.h"
 #include "preload/select/req.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/ring.h"
 #include "preload/uring_abi.h"
 
 /*

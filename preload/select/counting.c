@@ -18,8 +18,8 @@
 #include "preload/select/followup.h"
 #include "preload/select/prep.h"
 #include "preload/select/req.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/ring.h"
 
 #ifndef IORING_TIMEOUT_MULTISHOT
 #define IORING_TIMEOUT_MULTISHOT (1U << 6)	/* 6.4 */

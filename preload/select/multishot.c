@@ -17,17 +17,17 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "preload/heap.h"
 #include "preload/select/bind.h"
 #include "preload/select/bundle.h"
 #include "preload/select/fd.h"
-#include "preload/heap.h"
 #include "preload/select/opdef.h"
 #include "preload/select/prep.h"
 #include "preload/select/read.h"
 #include "preload/select/recv.h"
 #include "preload/select/req.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/ring.h"
 #include "preload/uaccess.h"
 
 /* The next step of a multishot receive, written into q->next: a POLL_ADD

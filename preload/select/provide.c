@@ -11,12 +11,12 @@
 
 #include <errno.h>
 
-#include "preload/shadow/kernel_ops.h"
 #include "preload/log.h"
 #include "preload/select/opdef.h"
 #include "preload/select/prep.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/kernel_ops.h"
+#include "preload/shadow/ring.h"
 
 static struct pool_provide provide_args(const struct io_uring_sqe *sqe)
 {

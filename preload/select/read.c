@@ -13,17 +13,17 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "preload/log.h"
 #include "preload/select/bind.h"
 #include "preload/select/bundle.h"
 #include "preload/select/fd.h"
-#include "preload/shadow/kernel_ops.h"
-#include "preload/log.h"
 #include "preload/select/opdef.h"
 #include "preload/select/prep.h"
 #include "preload/select/recv.h"
 #include "preload/select/req.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/kernel_ops.h"
+#include "preload/shadow/ring.h"
 #include "preload/uring_abi.h"
 
 /*

@@ -14,8 +14,8 @@
 
 #include "preload/select/prep.h"
 #include "preload/select/req.h"
-#include "preload/shadow/ring.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/ring.h"
 
 /*
  * IOSQE_CQE_SKIP_SUCCESS on a kernel older than 5.17, which refuses it: the

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "preload/select/fd.h"
 #include "preload/log.h"
+#include "preload/select/fd.h"
 #include "preload/select/opdef.h"
 #include "preload/select/prep.h"
 #include "preload/select/req.h"

@@ -7,8 +7,8 @@
  * is the number submitted if any, else the wait's result, and a wait that ends
  * in an error while completions are ready reports 0.
  */
-#include "preload/shadow/ring_io.h"
 #include "preload/shadow/compat.h"
+#include "preload/shadow/ring_io.h"
 #include "preload/shadow/timeouts.h"
 
 #include <errno.h>

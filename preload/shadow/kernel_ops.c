@@ -9,8 +9,8 @@
 #include <sys/syscall.h>
 
 #include "pool/pool.h"
-#include "preload/shadow/compat.h"
 #include "preload/log.h"
+#include "preload/shadow/compat.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 

@@ -16,8 +16,8 @@
 
 #include "preload/intercept/dispatch.h"
 #include "preload/log.h"
-#include "preload/shadow/mover_pass.h"
 #include "preload/select/req.h"
+#include "preload/shadow/mover_pass.h"
 #include "preload/shadow/ring.h"
 #include "preload/shadow/ring_io.h"
 #include "preload/state.h"

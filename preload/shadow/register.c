@@ -9,13 +9,13 @@
 #include <linux/io_uring.h>
 #include <sys/syscall.h>
 
-#include "preload/select/bufring.h"
 #include "preload/intercept/emulate.h"
-#include "preload/shadow/compat.h"
 #include "preload/log.h"
-#include "preload/shadow/ring.h"
+#include "preload/select/bufring.h"
 #include "preload/select/req.h"
+#include "preload/shadow/compat.h"
 #include "preload/shadow/resize.h"
+#include "preload/shadow/ring.h"
 #include "preload/shadow/ring_io.h"
 #include "preload/shadow/ring_pool.h"
 #include "preload/spin.h"

@@ -23,12 +23,12 @@
 #include <sys/syscall.h>
 
 #include "preload/log.h"
-#include "preload/uring_abi.h"
 #include "preload/shadow/resize.h"
 #include "preload/shadow/ring_io.h"
 #include "preload/shadow/setup.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/uring_abi.h"
 
 #define RESIZE_FLAGS (IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP)
 /* What a resized ring inherits (6.18's COPY_FLAGS); of these a shadowed ring

@@ -20,12 +20,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "preload/select/bufring.h"
-#include "preload/shadow/kernel_ops.h"
 #include "preload/heap.h"
 #include "preload/log.h"
-#include "preload/shadow/mover_pass.h"
 #include "preload/procfile.h"
+#include "preload/select/bufring.h"
+#include "preload/shadow/kernel_ops.h"
+#include "preload/shadow/mover_pass.h"
 #include "preload/shadow/shadow.h"
 #include "preload/state.h"
 #include "preload/stats_closed.h"

@@ -22,21 +22,21 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "preload/intercept/emulate.h"
+#include "preload/log.h"
 #include "preload/select/bufring.h"
 #include "preload/shadow/compat.h"
-#include "preload/intercept/emulate.h"
 #include "preload/shadow/kernel_ops.h"
-#include "preload/uring_abi.h"
-#include "preload/log.h"
 #include "preload/shadow/mover.h"
-#include "preload/stats_closed.h"
 #include "preload/shadow/ring.h"
 #include "preload/shadow/ring_io.h"
 #include "preload/shadow/setup.h"
 #include "preload/shadow/sharemem.h"
 #include "preload/spin.h"
+#include "preload/stats_closed.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
+#include "preload/uring_abi.h"
 #include "preload/valgrind.h"
 
 #define SETUP_SHADOWABLE                                                                        \

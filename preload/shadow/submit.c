@@ -16,8 +16,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "preload/shadow/compat.h"
 #include "preload/select/opdef.h"
+#include "preload/shadow/compat.h"
 #include "preload/shadow/timeouts.h"
 
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
