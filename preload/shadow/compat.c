@@ -439,6 +439,16 @@ int compat_register_opcode(unsigned opcode)
 	return -EINVAL;
 }
 
+unsigned long compat_register_arg(unsigned opcode, unsigned long arg, unsigned nr_args)
+{
+	if (arg || nr_args || !compat_kernel() || compat_kernel() >= V(5, 19) ||
+	    (opcode != IORING_REGISTER_BUFFERS && opcode != IORING_REGISTER_FILES))
+		return arg;
+	/* With a count of 0 the array is never read: any non-NULL address
+	 * gets the older kernel's answer from this one. */
+	return 1;
+}
+
 /* The opcode a kernel that lacks it does not know either: past every table. */
 #define OP_UNKNOWN 0xff
 /* An SQE flag no kernel knows: the kernel fails the SQE with -EINVAL. */

@@ -29,6 +29,12 @@ int compat_has_setup(unsigned flags);
 int compat_setup_flags(unsigned flags);
 int compat_enter_flags(unsigned flags);
 int compat_register_opcode(unsigned opcode);
+/* The argument to hand the kernel for io_uring_register(opcode, arg,
+ * nr_args): arg, or one never read.  Before 5.19 IORING_REGISTER_BUFFERS
+ * and FILES look at the count before the array (no array and no count:
+ * -EINVAL, or -EBUSY with a table there), 5.19 first refuses a NULL array
+ * (-EFAULT). */
+unsigned long compat_register_arg(unsigned opcode, unsigned long arg, unsigned nr_args);
 /* IORING_REGISTER_USE_REGISTERED_RING (6.3) in io_uring_register's opcode
  * argument raw: before 6.3 an opcode past the last, -EINVAL before the fd
  * is looked at. */

@@ -16,6 +16,7 @@
 
 #define KERNEL_PROVIDE_BUFFERS 0x507
 #define KERNEL_SOCK_NONEMPTY 0x513	/* IORING_CQE_F_SOCK_NONEMPTY */
+#define KERNEL_EMPTY_SQ_RETURNS 0x510	/* io_submit_sqes returns before the commit */
 #define KERNEL_BEFORE_PROBE 0x500	/* no IORING_REGISTER_PROBE: 5.1 to 5.5 */
 
 /*
@@ -108,6 +109,16 @@ unsigned kernel_legacy_rules(void)
 		if (v < legacy_rows[i].until)
 			rules |= legacy_rows[i].rules;
 	return rules;
+}
+
+unsigned kernel_met_release(void)
+{
+	return kernel_met();
+}
+
+int kernel_commits_empty_sq(void)
+{
+	return kernel_met() < KERNEL_EMPTY_SQ_RETURNS;
 }
 
 /* A ring of one entry with flag (and what it needs to be valid); NO_MMAP is

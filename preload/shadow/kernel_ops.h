@@ -46,6 +46,16 @@ void kernel_ops_probe(void);
 /* Does the kernel set IORING_CQE_F_SOCK_NONEMPTY (5.19, with
  * IORING_OP_SOCKET), or the one BUFSEL_KERNEL names? */
 int kernel_sets_sock_nonempty(void);
+/* The release of the kernel the program meets (major << 8 | minor): the
+ * one BUFSEL_KERNEL names, else the kernel beneath, a floor told by its
+ * opcodes.  For the preps bufsel makes in the kernel's place, which read
+ * a field only where that kernel does. */
+unsigned kernel_met_release(void);
+/* Before 5.16 ("io_uring: optimise io_submit_sqes" added the early return
+ * for an empty SQ) an enter with to_submit writes the kernel's own SQ head
+ * back (io_commit_sqring) even when there is nothing to submit, over one
+ * the program moved: does the kernel the program meets? */
+int kernel_commits_empty_sq(void);
 /* Of the setup flags in flags, those the kernel beneath does not know (a
  * ring asked for with each refused with -EINVAL), each asked once. */
 unsigned kernel_setup_unknown(unsigned flags);

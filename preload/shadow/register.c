@@ -211,7 +211,8 @@ long emu_register(const long a[6])
 		if (ret != -ENOSYS)
 			return ret;
 	}
-	long ret = sys_call6(__NR_io_uring_register, a[0], a[1], a[2], a[3], 0, 0);
+	long ret = sys_call6(__NR_io_uring_register, a[0], a[1],
+			     (long)compat_register_arg(opcode, (unsigned long)a[2], (unsigned)a[3]), a[3], 0, 0);
 	if (shadowed && (opcode == IORING_REGISTER_PERSONALITY || opcode == IORING_UNREGISTER_PERSONALITY)) {
 		struct ring *pr = (unsigned)a[1] & IORING_REGISTER_USE_REGISTERED_RING
 					  ? ring_get_registered((unsigned)a[0])

@@ -1,7 +1,8 @@
 /*
  * The SQ ring's head and tail written by the program, as the kernel takes
  * them: the head is the kernel's own (a program-written head changes
- * nothing, and with nothing to submit the kernel leaves it as written); a
+ * nothing, and with nothing to submit the kernel leaves it as written;
+ * before 5.16 it wrote its own back over it, as make vm-test shows); a
  * tail far ahead with a huge to_submit submits at most the SQ's entries.
  */
 #include "test/prog/cqe_print.h"
