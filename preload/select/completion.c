@@ -588,7 +588,8 @@ static int complete_recv_multi(struct ring *r, struct req *q, struct io_uring_cq
 	spin_unlock(&r->x->pool_lock);
 	if (res == -EOPNOTSUPP && q->orig.opcode == OP_READ_MULTISHOT_NR && !(q->flags & REQ_READ_WAITS)) {
 		/* The step's RWF_NOWAIT, refused at prep (read_waits in
-		 * multishot.c): nothing was read; it polls and reads again. */
+		 * multishot.c): nothing was read; it polls and reads again,
+		 * as every later step does. */
 		q->flags |= REQ_READ_WAITS;
 		rewrite_multi_poll(r, q);
 		rewrite_make_ready(r, q);
@@ -695,11 +696,15 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		cqe->user_data = q->user_data;
 		/* A stand-in that did not run as planned (a broken chain, a
 		 * drain the ring refuses) reports what the kernel said. */
-		if (cqe->res == q->expect) {
+		int planned = cqe->res == q->expect || ((q->flags & REQ_STANDIN_POLL) && cqe->res > 0);
+		if (planned) {
 			cqe->res = q->res;
 			cqe->flags = q->cflags;
 		}
-		int skipped = (q->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0;
+		int skipped = ((q->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0) ||
+			      ((q->flags & REQ_CHAIN_HIDDEN) && cqe->res == -ECANCELED);
+		if (planned && cqe->res < 0 && (q->flags & REQ_SKIP_SUCCESS))
+			rewrite_skip_hide_rest(r, q->chain_next);
 		if (q->flags & REQ_STANDIN_BUF) {
 			spin_lock(&r->x->pool_lock);
 			if (cqe->res == q->res && (cqe->flags & IORING_CQE_F_BUFFER))
@@ -743,6 +748,8 @@ static int complete_one(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
 		return 0;
 	case REQ_TIMEOUT:
 		return rewrite_complete_timeout(r, q, cqe);
+	case REQ_TIMEOUT_REMOVE:
+		return rewrite_complete_timeout_remove(r, q, cqe);
 	case REQ_CANCEL_ALL: {
 		cqe->user_data = q->user_data;
 		cqe->res = (cqe->res >= 0 ? cqe->res : 0) + q->res;

@@ -19,6 +19,8 @@
 #include "preload/select/prep.h"
 #include "preload/select/req.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/compat.h"
+#include "preload/shadow/kernel_ops.h"
 #include "preload/shadow/ring.h"
 
 #ifndef IORING_TIMEOUT_MULTISHOT
@@ -64,10 +66,49 @@ void rewrite_count_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewr
 	u->req = q;
 }
 
+/*
+ * Before 5.18 io_timeout_cancel posted the removed TIMEOUT's -ECANCELED at
+ * once, before the removal's own CQE; 6.18 posts it from task work, after.
+ * Under BUFSEL_KERNEL the removal of a TIMEOUT bufsel counts goes under a
+ * tag, and its CQE brings the TIMEOUT's first (the timer's own is hidden).
+ * A kernel beneath that old posts them so itself.
+ */
+static void remove_first(struct ring *r, struct io_uring_sqe *sqe, struct req *target, struct rewrite_undo *u)
+{
+	if (!compat_emulating() || !kernel_timeout_cancel_inline())
+		return;
+	struct req *rm = req_alloc(&r->reqs);
+	if (!rm)
+		return;	/* the order is 6.18's, nothing lost */
+	rm->kind = REQ_TIMEOUT_REMOVE;
+	rm->user_data = sqe->user_data;
+	rm->orig.addr = req_tag(&r->reqs, target);
+	sqe->user_data = req_tag(&r->reqs, rm);
+	u->kind = UNDO_REQ;
+	u->req = rm;
+}
+
+int rewrite_complete_timeout_remove(struct ring *r, struct req *rm, struct io_uring_cqe *cqe)
+{
+	struct req *q = cqe->res ? NULL : req_lookup(&r->reqs, rm->orig.addr);
+	int skipped = (rm->flags & REQ_SKIP_SUCCESS) && cqe->res >= 0;
+	cqe->user_data = rm->user_data;
+	req_free(&r->reqs, rm);
+	if (!q || q->kind != REQ_TIMEOUT || (q->flags & REQ_DONE))
+		return !skipped;
+	/* Both through the queue of bufsel's own CQEs, which would post
+	 * after this one. */
+	q->flags |= REQ_DONE;
+	rewrite_post(r, q->user_data, -ECANCELED, 0);
+	if (!skipped)
+		rewrite_post(r, cqe->user_data, cqe->res, cqe->flags);
+	return 0;
+}
+
 /* A TIMEOUT_REMOVE or TIMEOUT_UPDATE finds the program's TIMEOUT by
  * user_data: one bufsel counts goes by its tag, or, having reached its
  * count, is found no more. */
-void rewrite_retarget_timeout(struct ring *r, struct io_uring_sqe *sqe)
+void rewrite_retarget_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u)
 {
 	if (sqe->timeout_flags & IORING_LINK_TIMEOUT_UPDATE)
 		return;
@@ -91,6 +132,7 @@ void rewrite_retarget_timeout(struct ring *r, struct io_uring_sqe *sqe)
 		spin_lock(&r->x->cq_lock);
 		counting_unlink(r, q);
 		spin_unlock(&r->x->cq_lock);
+		remove_first(r, sqe, q, u);
 	}
 }
 

@@ -16,7 +16,9 @@ int rewrite_counts_completions(const struct io_uring_sqe *sqe);
 /* Its rewrite: the kernel gets the timer alone, under a tag. */
 void rewrite_count_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
 /* A TIMEOUT_REMOVE or TIMEOUT_UPDATE pointed at the TIMEOUT bufsel counts. */
-void rewrite_retarget_timeout(struct ring *r, struct io_uring_sqe *sqe);
+void rewrite_retarget_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo *u);
+/* The CQE of such a removal (REQ_TIMEOUT_REMOVE): 1 to post it. */
+int rewrite_complete_timeout_remove(struct ring *r, struct req *rm, struct io_uring_cqe *cqe);
 /* The program's CQ reached seq; and one leaves the ring's list.  Both under
  * cq_lock. */
 void rewrite_counted(struct ring *r, unsigned seq);

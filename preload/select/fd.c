@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "preload/select/opdef.h"
@@ -170,4 +171,10 @@ int rewrite_write_only(int fd)
 {
 	long fl = sys_call3(SYS_fcntl, fd, F_GETFL, 0);
 	return fl >= 0 && (fl & O_ACCMODE) == O_WRONLY;
+}
+
+int fd_is_pipe(int fd)
+{
+	struct stat st;
+	return !sys_call3(SYS_fstat, fd, (long)&st, 0) && S_ISFIFO(st.st_mode);
 }

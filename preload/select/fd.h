@@ -41,5 +41,7 @@ void rewrite_drop_faulted_datagram(const struct io_uring_sqe *sqe);
 int rewrite_msghdr_entry_unreachable(const struct io_uring_sqe *sqe);
 /* A file open for writing only. */
 int rewrite_write_only(int fd);
+/* A pipe or FIFO. */
+int fd_is_pipe(int fd);
 
 #endif

@@ -27,6 +27,7 @@
 #include "preload/select/recv.h"
 #include "preload/select/req.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/kernel_ops.h"
 #include "preload/shadow/ring.h"
 #include "preload/uaccess.h"
 
@@ -86,13 +87,21 @@ static int multi_bundle_recv(struct ring *r, struct req *q)
  * RWF_NOWAIT so that data another reader took first makes it wait again,
  * not block.  A file without FMODE_NOWAIT refuses the flag at prep
  * (-EOPNOTSUPP, nothing read: a pipe before 5.12, as make vm-test shows on
- * 5.10); the step's completion then marks the request, and that step is
- * read again as a plain READ after its poll (complete_recv_multi); the
- * mark goes with the step's buffer (req_recv_unbound).
+ * 5.10), and refuses it at every step: a stream on a pipe under such a
+ * kernel, the one BUFSEL_KERNEL names too, reads with plain READs after
+ * its polls from the start (read_marks), and one the kernel refuses all
+ * the same is marked at the refusal (complete_recv_multi).
  */
 static int read_waits(const struct req *q)
 {
 	return !!(q->flags & REQ_READ_WAITS);
+}
+
+static uint32_t read_marks(const struct io_uring_sqe *sqe)
+{
+	if (sqe->opcode != OP_READ_MULTISHOT_NR || (sqe->flags & IOSQE_FIXED_FILE) || kernel_pipes_nowait())
+		return 0;
+	return fd_is_pipe(sqe->fd) ? REQ_READ_WAITS : 0;
 }
 
 int rewrite_multi_recv(struct ring *r, struct req *q)
@@ -233,6 +242,7 @@ struct req *rewrite_select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	q->user_data = sqe->user_data;
 	q->orig = *sqe;
 	q->want = want;
+	q->flags |= read_marks(sqe);
 	if (sqe->opcode == IORING_OP_RECV && rewrite_sqe_word44(sqe)) {
 		q->mshot_lim = 1;
 		q->mshot_left = rewrite_sqe_word44(sqe);

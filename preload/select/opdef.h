@@ -44,6 +44,7 @@ struct opdef {
 	uint8_t pollin;		/* readiness that means "data to bind a buffer to" */
 	uint8_t len_int;	/* the kernel reads sqe->len as an int: negative is -EINVAL at prep */
 	uint8_t sock;		/* needs a socket: -ENOTSOCK at issue, before any buffer is selected */
+	uint8_t needs_file;	/* io_issue_defs .needs_file: sqe->fd names the file */
 	uint8_t ioprio;		/* io_issue_defs .ioprio: takes sqe->ioprio (else -EINVAL at init) */
 	uint8_t rw;		/* prepared by io_prep_rw: ioprio_check_cap, attr_type_mask */
 	uint8_t mshot_no_len;	/* READ_MULTISHOT: a non-zero len (2: or addr) is -EINVAL at prep */
@@ -51,9 +52,9 @@ struct opdef {
 	uint8_t missing_enoent;	/* selects through io_buffers_select (6.18 SEND): a group
 				 * with no list is -ENOENT, not -ENOBUFS */
 	uint8_t send_addr;	/* SEND: addr2 is a destination address (io_send_setup) */
-	uint16_t sr_flags;	/* RECV, RECVMSG, SEND: the ioprio flags prep takes (else -EINVAL) */
 	uint8_t null_putback;	/* a NULL buffer at the head is -ENOBUFS and stays there;
 				 * other opcodes consume it (-ENOBUFS with F_BUFFER) */
+	uint16_t sr_flags;	/* RECV, RECVMSG, SEND: the ioprio flags prep takes (else -EINVAL) */
 	/* The opcode's own prep checks, for opcodes the kernel runs (so that a
 	 * chain bufsel looks along fails as the kernel will): 0 or the error.
 	 * NULL where bufsel does not model them. */

@@ -22,6 +22,7 @@
 #include "preload/select/recv.h"
 #include "preload/select/req.h"
 #include "preload/select/standin.h"
+#include "preload/shadow/compat.h"
 #include "preload/shadow/kernel_ops.h"
 #include "preload/shadow/ring.h"
 #include "preload/uring_abi.h"
@@ -65,6 +66,20 @@ int rewrite_ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, con
 	return !rewrite_sel_len(want, head->len);
 }
 
+/*
+ * Under BUFSEL_KERNEL only: a legacy READ of nothing (LEGACY_LEN0_READS_NOTHING)
+ * on an empty pipe without FMODE_NOWAIT (before 5.12) is punted to a poll,
+ * holding the buffer it selected, and reads nothing once data is there;
+ * 6.18's pipe ends it at once.  On such a kernel beneath, the kernel waits
+ * itself.
+ */
+static int len0_waits(struct ring *r, const struct io_uring_sqe *sqe, uint32_t want)
+{
+	return compat_emulating() && !want && sqe->opcode == IORING_OP_READ && !(sqe->flags & IOSQE_FIXED_FILE) &&
+	       !kernel_pipes_nowait() && rewrite_legacy_rule(r, sqe, LEGACY_LEN0_READS_NOTHING) &&
+	       fd_is_pipe(sqe->fd) && !fd_readable(sqe->fd);
+}
+
 static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
 			       struct rewrite_undo *u)
 {
@@ -90,6 +105,17 @@ static struct req *select_read(struct ring *r, struct io_uring_sqe *sqe, const s
 		return NULL;
 	}
 	struct msghdr none = { 0 };
+	if (len0_waits(r, sqe, want)) {
+		struct pool_buf b;
+		spin_lock(&r->x->pool_lock);
+		res = pool_select_how(r->x->pool, sqe->buf_group, &b, sel_how(sqe));
+		spin_unlock(&r->x->pool_lock);
+		if (res)
+			standin(r, sqe, res, FAIL_AT_ISSUE, u);
+		else
+			standin_takes(r, standin(r, sqe, 0, SUCCEED_WHEN_READABLE, u), &b);
+		return NULL;
+	}
 	if (!ring_read_lazy(r, sqe, def)) {
 		uint32_t old = def->sr_flags ? 0 : rewrite_legacy_recv_flags(r, sqe) & REQ_KEEPS_BUF;
 		/* An incremental ring's entry out with a transfer: a READ

@@ -72,9 +72,7 @@ void req_recv_bound(struct req_table *t, struct req *q)
 void req_recv_unbound(struct req_table *t, struct req *q)
 {
 	if (q->flags & REQ_BOUND_RECV) {
-		/* A READ_MULTISHOT step read without RWF_NOWAIT once its file
-		 * refused the flag; the next step asks again (REQ_READ_WAITS). */
-		q->flags &= ~(uint32_t)(REQ_BOUND_RECV | REQ_READ_WAITS);
+		q->flags &= ~(uint32_t)REQ_BOUND_RECV;
 		atomic_fetch_sub_explicit(&t->bound_recvs, 1, memory_order_relaxed);
 	}
 }

@@ -81,6 +81,8 @@ enum req_kind {
 				 * lacks it: bufsel drops its CQE if it succeeded */
 	REQ_WATCH,		/* a request on a ring the kernel keeps, watched for
 				 * statistics (buf.bgid: its group) */
+	REQ_TIMEOUT_REMOVE,	/* the program's removal of a TIMEOUT bufsel counts, under
+				 * BUFSEL_KERNEL before 5.18 (orig.addr: its tag) */
 };
 
 enum req_flags {
@@ -101,19 +103,20 @@ enum req_flags {
 	REQ_RING_LAZY = 1 << 13,	/* READ on an emulated ring's buffer, from a file that
 					 * polls: the kernel commits the entry only if the read
 					 * succeeds (an error leaves it, and the CQE, without it) */
-	REQ_CHAIN_HIDDEN = 1 << 15,	/* SKIP: a member after one that failed with the skip
+	REQ_CHAIN_HIDDEN = 1 << 15,	/* SKIP, STANDIN: a member after one that failed with the skip
 					 * flag, whose -ECANCELED the kernel hides
 					 * (REQ_F_SKIP_LINK_CQES) */
 	REQ_IN_CHAIN = 1 << 16,		/* SKIP: an earlier SQE links to it, so its
 					 * -ECANCELED is the chain's, not its own failure */
 	REQ_WATCH_BUNDLE = 1 << 17,	/* WATCH: a bundle, whose CQE may span entries */
-	REQ_READ_WAITS = 1 << 18,	/* RECV_MULTI, READ_MULTISHOT: the kernel refused
+	REQ_READ_WAITS = 1 << 18,	/* RECV_MULTI, READ_MULTISHOT: the kernel refuses
 					 * RWF_NOWAIT on the file (pipes before 5.12):
-					 * each step's READ is a plain one, after its poll */
+					 * every step's READ is a plain one, after its poll */
 	REQ_KEEPS_BUF = 1 << 19,	/* RECV_SEL, READ_SEL under LEGACY_KEEPS_ON_FAILURE (kernel_ops.h):
 					 * its buffer is the CQE's whatever the result, and
 					 * lost if it is cancelled */
 	REQ_NO_NONEMPTY = 1 << 20,	/* RECV_SEL under LEGACY_NO_SOCK_NONEMPTY */
+	REQ_STANDIN_POLL = 1 << 21,	/* STANDIN: a poll, whose any mask is what it gives */
 	REQ_COMMITTED = 1 << 14,	/* an incremental ring's entry committed at selection
 					 * (io_should_commit): its CQE takes cflags, the pool
 					 * has nothing more to do */
@@ -176,7 +179,7 @@ struct req {
 	struct req *next_batch;		/* RECV_SEL: on the ring's list of this batch's receives */
 	uint32_t target;		/* TIMEOUT: the CQE count (ring.h, cq_seq) that ends it */
 	struct req *next_counting;	/* TIMEOUT: on the ring's list of counting timeouts */
-	uint64_t chain_next;		/* SKIP: the tag of the next member of its chain */
+	uint64_t chain_next;		/* SKIP, STANDIN: the tag of the next member of its chain */
 };
 
 struct req_table {

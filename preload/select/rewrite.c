@@ -45,6 +45,7 @@
 #include "preload/select/bundle.h"
 #include "preload/select/completion.h"
 #include "preload/select/counting.h"
+#include "preload/select/fd.h"
 #include "preload/select/followup.h"
 #include "preload/select/multishot.h"
 #include "preload/select/opdef.h"
@@ -56,6 +57,7 @@
 #include "preload/select/skip.h"
 #include "preload/select/standin.h"
 #include "preload/shadow/compat.h"
+#include "preload/shadow/kernel_ops.h"
 #include "preload/shadow/ring.h"
 #include "preload/shadow/ring_pool.h"
 #include "preload/state.h"
@@ -154,6 +156,24 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 	return 0;
 }
 
+static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe);
+
+/* A kernel that looks the file up at submission (kernel_file_at_submission)
+ * fails a bad one there, after io_init_req's flag and personality checks:
+ * -EBADF, or 0.  Not a request only newer kernels have, which bufsel runs
+ * by 6.18's rules (the file at issue). */
+static int file_at_submission(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
+{
+	if (!def->needs_file || !kernel_file_at_submission())
+		return 0;
+	uint32_t offered = rewrite_offers(r, sqe);
+	if ((offered & COMPAT_OFFER_OPCODE) || (sqe->ioprio & offered))
+		return 0;
+	if (rewrite_init_check(r, sqe) || rewrite_personality_check(r, sqe->personality))
+		return 0;
+	return rewrite_bad_file(r, sqe) ? -EBADF : 0;
+}
+
 /* Does bufsel act on this SQE (emulate it, or select its buffer)? */
 static int emulated_here(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
@@ -182,6 +202,8 @@ static int rewrite_submit_error(struct ring *r, const struct io_uring_sqe *sqe)
 		return -EINVAL;
 	if ((res = rewrite_personality_check(r, sqe->personality)))
 		return res;
+	if ((res = file_at_submission(r, sqe, def)))
+		return res;
 	if (!emulated_here(r, sqe, def)) {
 		if (sqe->flags & IOSQE_BUFFER_SELECT)
 			return 0;
@@ -204,6 +226,12 @@ static void rewrite_fail_member(struct ring *r, struct io_uring_sqe *sqe, struct
 {
 	const struct opdef *def = opdef_get(sqe->opcode);
 	u->kind = UNDO_NONE;
+	/* The member that fails the chain must fail in the kernel too. */
+	int res = file_at_submission(r, sqe, def);
+	if (res) {
+		standin(r, sqe, res, FAIL_AT_PREP, u);
+		return;
+	}
 	if (!emulated_here(r, sqe, def))
 		return;
 	if (!rewrite_reject_at_submission(r, sqe, prep_check(r, sqe, def), u))
@@ -264,7 +292,8 @@ static int cancels_all_by_user_data(const struct io_uring_sqe *sqe)
 static int rewrite_wants(const struct io_uring_sqe *sqe)
 {
 	return rewrite_wanted(sqe) || rewrite_counts_completions(sqe) || sqe->opcode == IORING_OP_TIMEOUT_REMOVE ||
-	       (sqe->opcode == IORING_OP_POLL_REMOVE && compat_sqe_skip_shadowed());
+	       (sqe->opcode == IORING_OP_POLL_REMOVE && compat_sqe_skip_shadowed()) ||
+	       (compat_emulating() && opdef_get(sqe->opcode)->needs_file && kernel_file_at_submission());
 }
 
 static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,
@@ -333,6 +362,11 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 {
 	const struct opdef *def = opdef_get(sqe->opcode);
 	u->kind = UNDO_NONE;
+	/* Simulated: this kernel would find the bad file only at issue. */
+	if (compat_emulating() && file_at_submission(r, sqe, def)) {
+		standin(r, sqe, -EBADF, FAIL_AT_PREP, u);
+		return NULL;
+	}
 	if (sqe->opcode == IORING_OP_TIMEOUT) {
 		if (!in_chain && rewrite_counts_completions(sqe))
 			rewrite_count_timeout(r, sqe, u);
@@ -340,7 +374,7 @@ void *rewrite_sqe(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	}
 	if (sqe->opcode == IORING_OP_TIMEOUT_REMOVE) {
 		if (r->reqs.live)
-			rewrite_retarget_timeout(r, sqe);
+			rewrite_retarget_timeout(r, sqe, u);
 		return NULL;
 	}
 	if (sqe->opcode == IORING_OP_POLL_REMOVE) {

@@ -76,6 +76,17 @@ void rewrite_skip(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 	if (own) {
 		if (flagged)
 			own->flags |= REQ_SKIP_SUCCESS;
+		/* A stand-in that fails in a chain (a file looked up at
+		 * submission) breaks it as the SQE would: it joins the chain's
+		 * skip state, to hide the rest or be hidden itself. */
+		if (own->kind == REQ_STANDIN && (flagged || prev)) {
+			own->chain_next = 0;
+			struct req *p = prev ? req_lookup(&r->reqs, prev) : NULL;
+			if (p)
+				p->chain_next = sqe->user_data;
+			if (links)
+				r->skip_chain = sqe->user_data;
+		}
 		return;
 	}
 	if (!flagged && !prev)
@@ -98,6 +109,17 @@ void rewrite_skip(struct ring *r, struct io_uring_sqe *sqe, struct rewrite_undo 
 		r->skip_chain = sqe->user_data;
 }
 
+void rewrite_skip_hide_rest(struct ring *r, uint64_t next)
+{
+	for (uint64_t t = next; t;) {
+		struct req *n = req_lookup(&r->reqs, t);
+		if (!n || (n->kind != REQ_SKIP && n->kind != REQ_STANDIN))
+			break;
+		n->flags |= REQ_CHAIN_HIDDEN;
+		t = n->chain_next;
+	}
+}
+
 /* An SQE bufsel gave IOSQE_CQE_SKIP_SUCCESS (rewrite_skip): posted unless
  * it succeeded, or its chain broke at a flagged request before it. */
 int rewrite_complete_skip(struct ring *r, struct req *q, struct io_uring_cqe *cqe)
@@ -110,13 +132,7 @@ int rewrite_complete_skip(struct ring *r, struct req *q, struct io_uring_cqe *cq
 	/* Its own failure, not its chain's cancellation, hides the rest. */
 	if (failed && !more && (q->flags & REQ_SKIP_SUCCESS) &&
 	    !((q->flags & REQ_IN_CHAIN) && cqe->res == -ECANCELED))
-		for (uint64_t t = q->chain_next; t;) {
-			struct req *n = req_lookup(&r->reqs, t);
-			if (!n || n->kind != REQ_SKIP)
-				break;
-			n->flags |= REQ_CHAIN_HIDDEN;
-			t = n->chain_next;
-		}
+		rewrite_skip_hide_rest(r, q->chain_next);
 	cqe->user_data = q->user_data;
 	if (!more)
 		req_free(&r->reqs, q);

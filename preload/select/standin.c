@@ -13,6 +13,7 @@
 #include "preload/select/standin.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -93,6 +94,14 @@ struct req *standin(struct ring *r, struct io_uring_sqe *sqe, int res, enum stan
 		sqe->addr = NO_SUCH_REQUEST;
 		q->expect = -ENOENT;
 		break;
+	case SUCCEED_WHEN_READABLE: {
+		int32_t fd = sqe->fd;
+		clear_sqe(sqe, IORING_OP_POLL_ADD, req_tag(&r->reqs, q));
+		sqe->fd = fd;
+		sqe->poll32_events = POLLIN;
+		q->flags |= REQ_STANDIN_POLL;
+		break;
+	}
 	}
 	u->kind = UNDO_REQ;
 	u->req = q;

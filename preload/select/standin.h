@@ -20,6 +20,8 @@ enum standin_class {
 	SUCCEED,	/* a NOP: it runs and succeeds */
 	FAIL_AT_PREP,	/* the kernel rejects it before anything runs */
 	FAIL_AT_ISSUE,	/* it runs, and fails: a link breaks here */
+	SUCCEED_WHEN_READABLE,	/* a POLL_ADD on the SQE's file: it succeeds once
+				 * there is data (or an end) to read */
 };
 
 /* A user_data no request can have: bufsel's own tag space, generation 0xffff

@@ -525,7 +525,7 @@ static int fields_refused(struct io_uring_sqe *sqe, uint32_t offered)
 #define KEEP_FLAGS (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN | IOSQE_ASYNC)
 
 /*
- * An SQE whose prep the emulated kernel fails.  5.6 fails a request's prep
+ * An SQE whose prep the emulated kernel fails.  Before 5.12 (5.6) a request's prep
  * at issue: the request completes with the error, the chain it heads
  * fails, and the submission goes on.  A NOP that injects -EINVAL does
  * exactly that here (a kernel without NOP_INJECT_RESULT refuses the flag at
@@ -533,21 +533,37 @@ static int fields_refused(struct io_uring_sqe *sqe, uint32_t offered)
  * submit and stops there, failing the chain: an opcode no kernel knows
  * comes closest (the kernel fails it and the chain).
  */
+/* sqe becomes a bare SQE of opcode under the same user_data, personality
+ * and ordering flags. */
+static void become(struct io_uring_sqe *sqe, uint8_t opcode)
+{
+	struct io_uring_sqe t;
+	memset(&t, 0, sizeof(t));
+	t.opcode = opcode;
+	t.flags = (uint8_t)(sqe->flags & KEEP_FLAGS);
+	t.user_data = sqe->user_data;
+	t.personality = sqe->personality;
+	memcpy(sqe, &t, sizeof(t));
+}
+
 static void fail_at_prep(struct io_uring_sqe *sqe, int in_chain)
 {
+	/* From 5.12 io_submit_sqe preps at submission: the prep's error stops
+	 * the submission there, or fails the chain the SQE is in, after the
+	 * drain and skip rules of io_init_req (a TIMEOUT whose len is not 1
+	 * fails in io_timeout_prep, as 5.12's preps do). */
+	if (table_release(T_FIELD) >= V(5, 12)) {
+		become(sqe, IORING_OP_TIMEOUT);
+		sqe->len = 2;
+		return;
+	}
 	if (in_chain) {
 		sqe->opcode = OP_UNKNOWN;
 		return;
 	}
-	struct io_uring_sqe nop;
-	memset(&nop, 0, sizeof(nop));
-	nop.opcode = IORING_OP_NOP;
-	nop.flags = (uint8_t)(sqe->flags & KEEP_FLAGS);
-	nop.user_data = sqe->user_data;
-	nop.personality = sqe->personality;
-	nop.rw_flags = NOP_INJECT_RESULT;
-	nop.len = (uint32_t)-EINVAL;
-	memcpy(sqe, &nop, sizeof(nop));
+	become(sqe, IORING_OP_NOP);
+	sqe->rw_flags = NOP_INJECT_RESULT;
+	sqe->len = (uint32_t)-EINVAL;
 }
 
 void compat_sqe(struct io_uring_sqe *sqe, int in_chain, uint32_t offered)

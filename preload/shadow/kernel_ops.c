@@ -16,6 +16,9 @@
 
 #define KERNEL_PROVIDE_BUFFERS 0x507
 #define KERNEL_SOCK_NONEMPTY 0x513	/* IORING_CQE_F_SOCK_NONEMPTY */
+#define KERNEL_PIPES_NOWAIT 0x50c	/* "pipe: add FMODE_NOWAIT" */
+#define KERNEL_FILE_AT_ISSUE 0x512	/* io_assign_file: the file looked up at issue */
+#define KERNEL_TIMEOUT_CANCEL_TW 0x512	/* io_timeout_cancel: io_req_task_queue_fail */
 #define KERNEL_EMPTY_SQ_RETURNS 0x510	/* io_submit_sqes returns before the commit */
 #define KERNEL_BEFORE_PROBE 0x500	/* no IORING_REGISTER_PROBE: 5.1 to 5.5 */
 
@@ -114,6 +117,21 @@ unsigned kernel_legacy_rules(void)
 unsigned kernel_met_release(void)
 {
 	return kernel_met();
+}
+
+int kernel_timeout_cancel_inline(void)
+{
+	return kernel_met() < KERNEL_TIMEOUT_CANCEL_TW;
+}
+
+int kernel_pipes_nowait(void)
+{
+	return kernel_met() >= KERNEL_PIPES_NOWAIT;
+}
+
+int kernel_file_at_submission(void)
+{
+	return kernel_met() < KERNEL_FILE_AT_ISSUE;
 }
 
 int kernel_commits_empty_sq(void)

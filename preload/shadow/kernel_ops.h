@@ -51,6 +51,19 @@ int kernel_sets_sock_nonempty(void);
  * opcodes.  For the preps bufsel makes in the kernel's place, which read
  * a field only where that kernel does. */
 unsigned kernel_met_release(void);
+/* Before 5.18 ("io_uring: defer file assignment") io_init_req looks the
+ * request's file up at submission: a bad fd (or fixed-file slot) fails
+ * the SQE there with -EBADF, and with it the chain it is in, where later
+ * kernels fail it at issue.  Does the kernel the program meet? */
+int kernel_file_at_submission(void);
+/* Before 5.18 a TIMEOUT_REMOVE posts the removed TIMEOUT's -ECANCELED
+ * before its own CQE (io_timeout_cancel fills it at once; since, task work
+ * posts it after).  Does the kernel the program meets? */
+int kernel_timeout_cancel_inline(void);
+/* Do pipes have FMODE_NOWAIT (5.12) in the kernel the program meets?  Before,
+ * io_uring cannot try a pipe without blocking: a read polls first, and
+ * RWF_NOWAIT is refused at prep (-EOPNOTSUPP). */
+int kernel_pipes_nowait(void);
 /* Before 5.16 ("io_uring: optimise io_submit_sqes" added the early return
  * for an empty SQ) an enter with to_submit writes the kernel's own SQ head
  * back (io_commit_sqring) even when there is nothing to submit, over one

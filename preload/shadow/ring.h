@@ -251,6 +251,8 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	/* Setup flags the shadow gives where the kernel beneath lacks them
 	 * (compat_setup_shadowed): the kernel's ring has none of them. */
 	unsigned shadowed_flags;
+	int commits_empty_sq;	/* an enter with to_submit writes the SQ head back
+				 * even with nothing to submit (kernel_commits_empty_sq) */
 	int prog_mem;		/* the shadow is the program's own memory (a NO_MMAP
 				 * the shadow gives): never bufsel's to unmap */
 	int issuer_tid;		/* a SINGLE_ISSUER the shadow gives: the submitter

@@ -18,7 +18,6 @@
 
 #include "preload/select/opdef.h"
 #include "preload/shadow/compat.h"
-#include "preload/shadow/kernel_ops.h"
 #include "preload/shadow/timeouts.h"
 
 /* The real SQ's array is the identity; a NO_SQARRAY ring has none. */
@@ -411,7 +410,7 @@ unsigned submit_finish(struct ring *r, const struct submit_batch *b, long kret)
 		sq_head_set(r, b->sh_head + consumed + 1);
 		return consumed;
 	}
-	if (!b->empty || (b->wanted && kernel_commits_empty_sq()))
+	if (!b->empty || (b->wanted && r->commits_empty_sq))
 		sq_head_set(r, b->sh_head + consumed);
 	return consumed;
 }

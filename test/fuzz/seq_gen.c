@@ -255,6 +255,12 @@ static int pick_ep(struct seq *s, const struct batch *b, const unsigned weight[N
 	unsigned total = 0, w[NEP];
 	for (int e = 0; e < NEP; e++)
 		total += (w[e] = ep_free(s, b, e) ? weight[e] : 0);
+	/* Before 5.18 a bad fd fails at submission and stops the batch: there
+	 * BUFSEL_KERNEL=5.6 is not the native 6.18 it is compared with. */
+	if (s->compat56) {
+		total -= w[E_BADFD];
+		w[E_BADFD] = 0;
+	}
 	if (!total)
 		return -1;
 	unsigned x = rng_below(&s->rng, total);

@@ -9,13 +9,14 @@
  *  3. A buffer-select RECV and a TIMEOUT for 1, data 50 ms later: the RECV's
  *     CQE, then the TIMEOUT's 0.
  *  4. A TIMEOUT for 3 that gets 1: -ETIME after 100 ms.
- *  5. TIMEOUT_REMOVE of a counting TIMEOUT by user_data: 0 and -ECANCELED.
+ *  5. TIMEOUT_REMOVE of a counting TIMEOUT by user_data: 0 and -ECANCELED
+ *     (sorted: which comes first is the kernel's, tmo_remove_order).
  *  6. A counting TIMEOUT with IOSQE_CQE_SKIP_SUCCESS reaches its count: no
  *     CQE, and a TIMEOUT_REMOVE then finds nothing (-ENOENT).
  *  7. liburing's io_uring_submit_and_wait_timeout without EXT_ARG (a 100 ms
  *     TIMEOUT for 1 beside a PROVIDE), then, 150 ms later, a wait for a
  *     NOP: the TIMEOUT completed with the PROVIDE, so the wait gets the NOP.
- * Prints the CQEs in the order the ring delivered them.
+ * Prints the CQEs in the order the ring delivered them, but for 5.
  */
 #include "test/prog/cqe_print.h"
 
@@ -117,7 +118,7 @@ int main(void)
 	timeout(&ring, &long_ts, 1, 10);
 	submit_expect(&ring, 1);
 	timeout_remove(&ring, 10, 11);
-	reap_print(&ring, 2);
+	reap_print_sorted(&ring, 2);	/* their order is the kernel's: tmo_remove_order */
 
 	note("6: a counting TIMEOUT with CQE_SKIP_SUCCESS");
 	timeout(&ring, &long_ts, 1, 12);

@@ -2,7 +2,8 @@
  * Link semantics: a failing member of an IOSQE_IO_LINK chain cancels the rest
  * (-ECANCELED); a short read counts as a failure for the chain; a member that
  * fails at submit time (bad opcode) cancels the chain too; IOSQE_IO_HARDLINK
- * keeps the chain going past a failure. Members of a chain complete in chain
+ * keeps the chain going past a failure; before 5.18 a closed fd fails at
+ * submit time too, and its chain with it. Members of a chain complete in chain
  * order, but failure and cancellation CQEs may be posted in either order, so
  * each chain is printed by user_data.
  */

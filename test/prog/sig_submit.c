@@ -150,12 +150,28 @@ static void round_trip(struct ring *r, unsigned which)
 	__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
 }
 
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double end;
+
 /* Most runs use the ring main set up; every 64th sets one up and closes it
- * again inside the handler, so bufsel's setup and teardown run there too. */
+ * again inside the handler, so bufsel's setup and teardown run there too.
+ * The handler stops the timer once the time is up: on a slow machine (qemu
+ * without KVM) a run can take longer than the period, and main, which
+ * would stop it, then never runs again. */
 static void on_alarm(int sig)
 {
 	(void)sig;
 	int saved = errno;
+	if (now() >= end) {
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+		setitimer(ITIMER_REAL, &off, NULL);
+	}
 	if (runs % 64 == 63) {
 		struct ring r;
 		if (ring_open(&r))
@@ -170,18 +186,12 @@ static void on_alarm(int sig)
 	errno = saved;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 #define SLOTS 256
 
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 2;
+	end = now() + secs;
 	if (ring_open(&main_ring))
 		die("ring: %s", strerror(errno));
 	if (pipe(pipe_fd))
@@ -204,7 +214,6 @@ int main(int argc, char **argv)
 	static size_t len[SLOTS];
 	unsigned seed = 12345;
 	unsigned long ops = 0;
-	double end = now() + secs;
 	while ((ops & 1023) || now() < end) {
 		seed = seed * 1103515245u + 12345u;
 		unsigned i = (seed >> 8) % SLOTS, r = seed >> 16;

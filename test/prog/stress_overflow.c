@@ -54,10 +54,14 @@ int main(void)
 	note("%u NOPs submitted", BATCHES * 8);
 	flags_note("after the NOPs");
 
+	/* The READs' data on a stream socket, not a pipe: a pipe has no
+	 * FMODE_NOWAIT before 5.12, so there its READs go through io-wq,
+	 * whose completions the kernel orders freely among the RECVs'. */
 	int pip[2], sv[2], wv[2];
-	if (pipe(pip) < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pip) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, wv) < 0)
-		die("pipe/socketpair: %s", strerror(errno));
+		die("socketpair: %s", strerror(errno));
 	struct arena g1 = arena_new(8, 32), g2 = arena_new(16, 2);
 
 	struct io_uring_sqe *sqe = get_sqe(&ring);
