@@ -19,7 +19,7 @@
 # into DIR/NAME.out and NAME.rc, under bufsel into NAME.bufsel.out/.rc),
 # VM_ACCEL=kvm (KVM instead of TCG, where it works: see the boot),
 # VM_LIBURING=0 (no liburing tests), VM_LIBURING_TESTS (names instead of
-# test/vm/liburing-tests'), VM_LOG=LEVEL (BUFSEL_LOG in the guest's bufsel
+# test/vm/liburing-tests', whose "known:" failures still apply), VM_LOG=LEVEL (BUFSEL_LOG in the guest's bufsel
 # runs, and their whole stderr shown for a row that fails).
 set -euo pipefail
 
@@ -85,11 +85,15 @@ if [ -n "${VM_PROGRAMS:-}" ]; then
 	LIST=("${sel[@]}")
 fi
 LURING=()
+declare -A KNOWN=()
+while read -r t rest; do
+	case $rest in "known: "*) KNOWN[$t]=${rest#known: } ;; esac
+done < <(grep -vE '^[[:space:]]*(#|$)' "$ROOT/test/vm/liburing-tests")
 if [ "$VM_LIBURING" = 1 ]; then
 	LIBURING_TARBALL=${LIBURING_TARBALL:-} B=$B bash "$ROOT/test/liburing/run.sh" --build-only ||
 		die "liburing's tests could not be built"
 	T=$B/liburing-suite/src/test
-	while read -r t; do
+	while read -r t _; do
 		[ -x "$T/$t.t" ] || die "liburing test $t.t not built"
 		LURING+=("$T/$t.t")
 	done < <(if [ -n "${VM_LIBURING_TESTS:-}" ]; then printf '%s\n' $VM_LIBURING_TESTS; else
@@ -138,10 +142,12 @@ for f in "${LURING[@]}"; do
 	rc=0
 	(cd "$d" && env -u LD_PRELOAD timeout -s KILL 60 "$f") >/dev/null 2>&1 || rc=$?
 	rm -rf "$d"
+	n=$(basename "$f" .t)
 	case $rc in
-	0|77) echo $rc >"$R/bufsel/liburing/$(basename "$f" .t).rc" ;;
-	*) die "$(basename "$f") fails natively here (exit $rc): nothing to expect" ;;
+	0|77) echo $rc >"$R/bufsel/liburing/$n.rc" ;;
+	*) die "$n.t fails natively here (exit $rc): nothing to expect" ;;
 	esac
+	[ -z "${KNOWN[$n]:-}" ] || printf '%s\n' "${KNOWN[$n]}" >"$R/bufsel/liburing/$n.known"
 done
 [ -d "$B/test/prog/lib" ] && cp -r "$B/test/prog/lib" "$R/bufsel/prog/"
 # The shared libraries every binary there needs, at their paths here.
