@@ -47,7 +47,7 @@ PROGRAMS="nop_batch file_rw pipe_read poll_multishot spin_reap mshot_overflow so
 	bs_ring_basic bs_ring_attempt bs_ring_multishot bs_ring_bundle bs_ring_inc bs_ring_stream pol_ring_cap bs_ring_echo
 	bs_recvmsg_edge bs_bundle bs_tiny_ring sq_chaos bs_prep_checks wait_early
 	bs_send_nogroup bs_recv_addr2 compat_fields close_mapped bs_submit_order fork_shared_ring fork_shared_pool
-	closed_fd_wait cq_unattended sqpoll_wakeup ring_pages"
+	closed_fd_wait cq_unattended sqpoll_wakeup ring_pages tmo_remove_order"
 LAUNCHED="nop_batch raw_syscall bs_read pol_cap no_uring"
 # Run once more with every buffer ring bufsel's own (BUFSEL_RINGS=emulate):
 # on this kernel the default leaves them to it.
