@@ -75,7 +75,7 @@ void rewrite_count_timeout(struct ring *r, struct io_uring_sqe *sqe, struct rewr
  */
 static void remove_first(struct ring *r, struct io_uring_sqe *sqe, struct req *target, struct rewrite_undo *u)
 {
-	if (!compat_emulating() || !kernel_timeout_cancel_inline())
+	if (!compat_emulating() || !kernel_rule(KERNEL_TIMEOUT_CANCEL_FIRST))
 		return;
 	struct req *rm = req_alloc(&r->reqs);
 	if (!rm)

@@ -99,7 +99,7 @@ static int read_waits(const struct req *q)
 
 static uint32_t read_marks(const struct io_uring_sqe *sqe)
 {
-	if (sqe->opcode != OP_READ_MULTISHOT_NR || (sqe->flags & IOSQE_FIXED_FILE) || kernel_pipes_nowait())
+	if (sqe->opcode != OP_READ_MULTISHOT_NR || (sqe->flags & IOSQE_FIXED_FILE) || !kernel_rule(KERNEL_PIPES_BLOCK))
 		return 0;
 	return fd_is_pipe(sqe->fd) ? REQ_READ_WAITS : 0;
 }

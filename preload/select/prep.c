@@ -66,15 +66,13 @@ int rewrite_personality_check(const struct ring *r, uint16_t id)
 
 #define RW_ATTR_FLAG_PI 1ULL	/* the only attribute 6.18 knows */
 
-#define KERNEL_RW_ATTR 0x60f	/* 6.15: io_prep_rw reads attr_type_mask */
-
 /* sqe->attr_type_mask, where older headers have __pad2[0]; 0 for a kernel
  * that never reads it (a real 5.10 takes a READ with any mask there). */
 static uint64_t sqe_attr_type_mask(const struct io_uring_sqe *sqe)
 {
 	uint64_t mask;
 	memcpy(&mask, (const char *)sqe + 56, sizeof(mask));
-	return mask && kernel_met_release() < KERNEL_RW_ATTR ? 0 : mask;
+	return mask && kernel_rule(KERNEL_RW_ATTR_UNREAD) ? 0 : mask;
 }
 
 /* io_prep_rw_pi: the attribute at sqe->attr_ptr (addr3) is read, its

@@ -76,7 +76,7 @@ int rewrite_ring_read_attempt(const struct io_uring_sqe *sqe, uint32_t want, con
 static int len0_waits(struct ring *r, const struct io_uring_sqe *sqe, uint32_t want)
 {
 	return compat_emulating() && !want && sqe->opcode == IORING_OP_READ && !(sqe->flags & IOSQE_FIXED_FILE) &&
-	       !kernel_pipes_nowait() && rewrite_legacy_rule(r, sqe, LEGACY_LEN0_READS_NOTHING) &&
+	       kernel_rule(KERNEL_PIPES_BLOCK) && rewrite_legacy_rule(r, sqe, LEGACY_LEN0_READS_NOTHING) &&
 	       fd_is_pipe(sqe->fd) && !fd_readable(sqe->fd);
 }
 

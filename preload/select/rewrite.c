@@ -158,13 +158,13 @@ static int prep_check(struct ring *r, const struct io_uring_sqe *sqe, const stru
 
 static uint32_t rewrite_offers(struct ring *r, const struct io_uring_sqe *sqe);
 
-/* A kernel that looks the file up at submission (kernel_file_at_submission)
+/* A kernel that looks the file up at submission (KERNEL_FILE_AT_SUBMIT)
  * fails a bad one there, after io_init_req's flag and personality checks:
  * -EBADF, or 0.  Not a request only newer kernels have, which bufsel runs
  * by 6.18's rules (the file at issue). */
 static int file_at_submission(struct ring *r, const struct io_uring_sqe *sqe, const struct opdef *def)
 {
-	if (!def->needs_file || !kernel_file_at_submission())
+	if (!def->needs_file || !kernel_rule(KERNEL_FILE_AT_SUBMIT))
 		return 0;
 	uint32_t offered = rewrite_offers(r, sqe);
 	if ((offered & COMPAT_OFFER_OPCODE) || (sqe->ioprio & offered))
@@ -293,7 +293,7 @@ static int rewrite_wants(const struct io_uring_sqe *sqe)
 {
 	return rewrite_wanted(sqe) || rewrite_counts_completions(sqe) || sqe->opcode == IORING_OP_TIMEOUT_REMOVE ||
 	       (sqe->opcode == IORING_OP_POLL_REMOVE && compat_sqe_skip_shadowed()) ||
-	       (compat_emulating() && opdef_get(sqe->opcode)->needs_file && kernel_file_at_submission());
+	       (compat_emulating() && opdef_get(sqe->opcode)->needs_file && kernel_rule(KERNEL_FILE_AT_SUBMIT));
 }
 
 static struct req *select_by_opcode(struct ring *r, struct io_uring_sqe *sqe, const struct opdef *def,

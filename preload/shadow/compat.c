@@ -524,15 +524,6 @@ static int fields_refused(struct io_uring_sqe *sqe, uint32_t offered)
  * order it, which the old kernel honoured before its prep failed. */
 #define KEEP_FLAGS (IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_IO_DRAIN | IOSQE_ASYNC)
 
-/*
- * An SQE whose prep the emulated kernel fails.  Before 5.12 (5.6) a request's prep
- * at issue: the request completes with the error, the chain it heads
- * fails, and the submission goes on.  A NOP that injects -EINVAL does
- * exactly that here (a kernel without NOP_INJECT_RESULT refuses the flag at
- * prep, which only ends the submit as well).  Inside a chain 5.6 preps at
- * submit and stops there, failing the chain: an opcode no kernel knows
- * comes closest (the kernel fails it and the chain).
- */
 /* sqe becomes a bare SQE of opcode under the same user_data, personality
  * and ordering flags. */
 static void become(struct io_uring_sqe *sqe, uint8_t opcode)
@@ -546,6 +537,15 @@ static void become(struct io_uring_sqe *sqe, uint8_t opcode)
 	memcpy(sqe, &t, sizeof(t));
 }
 
+/*
+ * An SQE whose prep the emulated kernel fails.  Before 5.12 (5.6) the kernel
+ * preps at issue: the request completes with the error, the chain it heads
+ * fails, and the submission goes on.  A NOP that injects -EINVAL does
+ * exactly that here (a kernel without NOP_INJECT_RESULT refuses the flag at
+ * prep, which only ends the submit as well).  Inside a chain 5.6 preps at
+ * submit and stops there, failing the chain: an opcode no kernel knows
+ * comes closest (the kernel fails it and the chain).
+ */
 static void fail_at_prep(struct io_uring_sqe *sqe, int in_chain)
 {
 	/* From 5.12 io_submit_sqe preps at submission: the prep's error stops

@@ -16,10 +16,6 @@
 
 #define KERNEL_PROVIDE_BUFFERS 0x507
 #define KERNEL_SOCK_NONEMPTY 0x513	/* IORING_CQE_F_SOCK_NONEMPTY */
-#define KERNEL_PIPES_NOWAIT 0x50c	/* "pipe: add FMODE_NOWAIT" */
-#define KERNEL_FILE_AT_ISSUE 0x512	/* io_assign_file: the file looked up at issue */
-#define KERNEL_TIMEOUT_CANCEL_TW 0x512	/* io_timeout_cancel: io_req_task_queue_fail */
-#define KERNEL_EMPTY_SQ_RETURNS 0x510	/* io_submit_sqes returns before the commit */
 #define KERNEL_BEFORE_PROBE 0x500	/* no IORING_REGISTER_PROBE: 5.1 to 5.5 */
 
 /*
@@ -114,29 +110,29 @@ unsigned kernel_legacy_rules(void)
 	return rules;
 }
 
-unsigned kernel_met_release(void)
-{
-	return kernel_met();
-}
+/* The rules of kernel_ops.h a kernel older than `until` has, each from
+ * the commit that ended it. */
+static const struct {
+	unsigned until;
+	unsigned rules;
+} kernel_rows[] = {
+	/* "pipe: add FMODE_NOWAIT" */
+	{ 0x50c, KERNEL_PIPES_BLOCK },
+	/* io_submit_sqes returns before the commit when the SQ is empty */
+	{ 0x510, KERNEL_EMPTY_SQ_COMMIT },
+	/* io_assign_file; io_timeout_cancel through io_req_task_queue_fail */
+	{ 0x512, KERNEL_FILE_AT_SUBMIT | KERNEL_TIMEOUT_CANCEL_FIRST },
+	/* io_prep_rw reads attr_type_mask (protection information) */
+	{ 0x60f, KERNEL_RW_ATTR_UNREAD },
+};
 
-int kernel_timeout_cancel_inline(void)
+int kernel_rule(unsigned rule)
 {
-	return kernel_met() < KERNEL_TIMEOUT_CANCEL_TW;
-}
-
-int kernel_pipes_nowait(void)
-{
-	return kernel_met() >= KERNEL_PIPES_NOWAIT;
-}
-
-int kernel_file_at_submission(void)
-{
-	return kernel_met() < KERNEL_FILE_AT_ISSUE;
-}
-
-int kernel_commits_empty_sq(void)
-{
-	return kernel_met() < KERNEL_EMPTY_SQ_RETURNS;
+	unsigned v = kernel_met();
+	for (size_t i = 0; i < sizeof(kernel_rows) / sizeof(kernel_rows[0]); i++)
+		if ((kernel_rows[i].rules & rule) && v < kernel_rows[i].until)
+			return 1;
+	return 0;
 }
 
 /* A ring of one entry with flag (and what it needs to be valid); NO_MMAP is

@@ -46,29 +46,33 @@ void kernel_ops_probe(void);
 /* Does the kernel set IORING_CQE_F_SOCK_NONEMPTY (5.19, with
  * IORING_OP_SOCKET), or the one BUFSEL_KERNEL names? */
 int kernel_sets_sock_nonempty(void);
-/* The release of the kernel the program meets (major << 8 | minor): the
- * one BUFSEL_KERNEL names, else the kernel beneath, a floor told by its
- * opcodes.  For the preps bufsel makes in the kernel's place, which read
- * a field only where that kernel does. */
-unsigned kernel_met_release(void);
+/*
+ * The kernel's rules outside legacy groups where they are not 6.18's, for
+ * the kernel the program meets, each kept by the part of bufsel that acts
+ * in the kernel's place (kernel_rule):
+ */
 /* Before 5.18 ("io_uring: defer file assignment") io_init_req looks the
- * request's file up at submission: a bad fd (or fixed-file slot) fails
- * the SQE there with -EBADF, and with it the chain it is in, where later
- * kernels fail it at issue.  Does the kernel the program meet? */
-int kernel_file_at_submission(void);
+ * request's file up at submission: a bad fd (or fixed-file slot) fails the
+ * SQE there with -EBADF, and with it the chain it is in. */
+#define KERNEL_FILE_AT_SUBMIT (1u << 0)
 /* Before 5.18 a TIMEOUT_REMOVE posts the removed TIMEOUT's -ECANCELED
  * before its own CQE (io_timeout_cancel fills it at once; since, task work
- * posts it after).  Does the kernel the program meets? */
-int kernel_timeout_cancel_inline(void);
-/* Do pipes have FMODE_NOWAIT (5.12) in the kernel the program meets?  Before,
- * io_uring cannot try a pipe without blocking: a read polls first, and
- * RWF_NOWAIT is refused at prep (-EOPNOTSUPP). */
-int kernel_pipes_nowait(void);
+ * posts it after). */
+#define KERNEL_TIMEOUT_CANCEL_FIRST (1u << 1)
+/* Before 5.12 pipes lack FMODE_NOWAIT: io_uring cannot try a pipe without
+ * blocking, so a read polls first, and RWF_NOWAIT is refused at prep
+ * (-EOPNOTSUPP). */
+#define KERNEL_PIPES_BLOCK (1u << 2)
 /* Before 5.16 ("io_uring: optimise io_submit_sqes" added the early return
  * for an empty SQ) an enter with to_submit writes the kernel's own SQ head
  * back (io_commit_sqring) even when there is nothing to submit, over one
- * the program moved: does the kernel the program meets? */
-int kernel_commits_empty_sq(void);
+ * the program moved. */
+#define KERNEL_EMPTY_SQ_COMMIT (1u << 3)
+/* Before 6.15 io_prep_rw never reads attr_type_mask. */
+#define KERNEL_RW_ATTR_UNREAD (1u << 4)
+/* Does the kernel the program meets (BUFSEL_KERNEL's, else the kernel
+ * beneath) follow rule? */
+int kernel_rule(unsigned rule);
 /* Of the setup flags in flags, those the kernel beneath does not know (a
  * ring asked for with each refused with -EINVAL), each asked once. */
 unsigned kernel_setup_unknown(unsigned flags);

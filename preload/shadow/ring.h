@@ -252,7 +252,7 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * (compat_setup_shadowed): the kernel's ring has none of them. */
 	unsigned shadowed_flags;
 	int commits_empty_sq;	/* an enter with to_submit writes the SQ head back
-				 * even with nothing to submit (kernel_commits_empty_sq) */
+				 * even with nothing to submit (KERNEL_EMPTY_SQ_COMMIT) */
 	int prog_mem;		/* the shadow is the program's own memory (a NO_MMAP
 				 * the shadow gives): never bufsel's to unmap */
 	int issuer_tid;		/* a SINGLE_ISSUER the shadow gives: the submitter

@@ -466,7 +466,7 @@ again:
 	r->fork_gen = stats_fork_gen();
 	r->setup_flags = prog_flags;
 	r->shadowed_flags = shadowed;
-	r->commits_empty_sq = kernel_commits_empty_sq();
+	r->commits_empty_sq = kernel_rule(KERNEL_EMPTY_SQ_COMMIT);
 	if ((shadowed & IORING_SETUP_SINGLE_ISSUER) && !(prog_flags & IORING_SETUP_R_DISABLED))
 		r->issuer_tid = spin_self();
 	r->features = p.features;
