@@ -416,6 +416,17 @@ static int code_write(uintptr_t site, uintptr_t stub)
 				fin = store_in_quadword(mem, site, late ? old : jmp, 2);
 			}
 			err = late ? late : fin;
+			/* Written once more, after a membarrier: a CPU emulator
+			 * (qemu's TCG) that translated the jump-to-self while the
+			 * store landed keeps that translation until the bytes are
+			 * written again, and its threads spin there for ever (a
+			 * real Linux 5.10 under qemu, patch_race: 4 runs in 48).
+			 * The membarrier has every core of the process done with
+			 * any translation begun before the first store. */
+			if (!fin) {
+				sync_cores();
+				store_in_quadword(mem, site, late ? old : jmp, 2);
+			}
 		}
 	}
 	sync_cores();
