@@ -20,7 +20,8 @@
 # VM_ACCEL=kvm (KVM instead of TCG, where it works: see the boot),
 # VM_LIBURING=0 (no liburing tests), VM_LIBURING_TESTS (names instead of
 # test/vm/liburing-tests', whose "known:" failures still apply), VM_LOG=LEVEL (BUFSEL_LOG in the guest's bufsel
-# runs, and their whole stderr shown for a row that fails).
+# runs, and their whole stderr shown for a row that fails), VM_REPEAT=N (each
+# row N times over, for a failure that comes now and then).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -110,6 +111,7 @@ chmod 755 "$R/init"
 cp "$B/libbufsel.so" "$B/bufsel" "$R/bufsel/"
 [ -n "${VM_RECORD:-}" ] && : >"$R/bufsel/record"
 [ -n "${VM_LOG:-}" ] && echo "$VM_LOG" >"$R/bufsel/log"
+echo "${VM_REPEAT:-1}" >"$R/bufsel/repeat"
 : >"$R/bufsel/programs"
 echo "== recording the programs' native output on $(uname -r)"
 for l in "${LIST[@]}"; do
@@ -175,7 +177,7 @@ start=$SECONDS
 rc=0
 timeout -s KILL "$VM_TIMEOUT" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m 2048 \
 	-nographic -no-reboot -kernel "$V/kernel/vmlinuz" -initrd "$V/initrd.gz" \
-	-append "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic" </dev/null 2>&1 |
+	-append "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ${VM_APPEND:-}" </dev/null 2>&1 |
 	sed -u 's/\r$//' | tee "$LOG" | sed -n '/vm-test: uname/,$p' || rc=$?
 echo "== guest ran $((SECONDS - start)) s"
 if [ -n "${VM_RECORD:-}" ]; then
