@@ -59,6 +59,10 @@ int spin_tid_gone(int tid)
 
 #define SPINS_BEFORE_YIELD	64
 #define YIELDS_PER_CHECK	64
+/* Most waits end within a few yields (the owner makes a system call or two
+ * under the lock): asking who the owner is costs three system calls, so not
+ * before this many. */
+#define YIELDS_BEFORE_CHECK	8
 
 void spin_lock_slow(struct spin *s, int me)
 {
@@ -72,7 +76,7 @@ void spin_lock_slow(struct spin *s, int me)
 		}
 		if (spins < SPINS_BEFORE_YIELD)
 			continue;
-		if ((spins - SPINS_BEFORE_YIELD) % YIELDS_PER_CHECK == 0) {
+		if ((spins - SPINS_BEFORE_YIELD) % YIELDS_PER_CHECK == YIELDS_BEFORE_CHECK) {
 			/* The cached id may be the parent's (a raw clone runs no
 			 * atfork handler): ask once it matters. */
 			int real = spin_tid_fetch();

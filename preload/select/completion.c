@@ -25,6 +25,7 @@
 #include "preload/select/bind.h"
 #include "preload/select/bundle.h"
 #include "preload/select/counting.h"
+#include "preload/select/fd.h"
 #include "preload/select/followup.h"
 #include "preload/select/multishot.h"
 #include "preload/select/recv.h"
@@ -96,11 +97,11 @@ static int finish_recv(struct ring *r, struct req *q, struct io_uring_cqe *cqe, 
  * than 5.19 does not report it, so then bufsel asks the socket itself;
  * BUFSEL_KERNEL makes that path run on newer kernels too.
  */
-static unsigned sock_nonempty_asked(const struct req *q, int res);
+static unsigned sock_nonempty_asked(struct req *q, int res);
 
 /* A kernel without the flag (before 5.19) never sets it: bufsel works it
  * out itself. */
-static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
+static unsigned sock_nonempty(struct req *q, int res, unsigned kflags)
 {
 	if (kernel_sets_sock_nonempty())
 		return kflags & IORING_CQE_F_SOCK_NONEMPTY;
@@ -108,24 +109,20 @@ static unsigned sock_nonempty(const struct req *q, int res, unsigned kflags)
 }
 
 /* The same flag, from the socket itself (no kernel CQE to take it from). */
-static unsigned sock_nonempty_asked(const struct req *q, int res)
+static unsigned sock_nonempty_asked(struct req *q, int res)
 {
 	if (res < 0 || (q->orig.flags & IOSQE_FIXED_FILE))
 		return 0;
 	/* The kernel knows what is left only where the protocol reports it,
 	 * on stream sockets; a datagram socket never gets the flag. */
 	int v = 0, fd = q->orig.fd;
-	socklen_t len = sizeof(v);
-	if (sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&len, 0) || v != SOCK_STREAM)
+	if (req_sock_type(q) != SOCK_STREAM)
 		return 0;
 	if (sys_call3(SYS_ioctl, fd, FIONREAD, (long)&v) == 0 && v > 0)
 		return IORING_CQE_F_SOCK_NONEMPTY;
 	/* TCP counts a FIN that has arrived as still queued. */
-	len = sizeof(v);
 	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
-	int tcp = sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_PROTOCOL, (long)&v, (long)&len, 0) == 0 &&
-		  v == IPPROTO_TCP;
-	if (tcp && (res == 0 || (sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && (p.revents & POLLRDHUP))))
+	if (req_sock_tcp(q) && (res == 0 || (sys_call3(SYS_poll, (long)&p, 1, 0) == 1 && (p.revents & POLLRDHUP))))
 		return IORING_CQE_F_SOCK_NONEMPTY;
 	return 0;
 }
@@ -303,16 +300,15 @@ static void unpark(struct ring *r)
  * buffers.  Only for a RECV that stands alone (no chain, no LINK_TIMEOUT,
  * no MSG_WAITALL), whose end is then its CQE alone.
  */
-static int at_plain_eof(const struct req *q, int revents)
+static int at_plain_eof(struct req *q, int revents)
 {
 	int v = 0;
-	socklen_t len = sizeof(v);
 	/* RECV only: a RECVMSG's end of file also writes the msghdr back. */
 	if (q->orig.opcode != IORING_OP_RECV || q->nheld || q->timeout || (q->flags & REQ_WAITALL) ||
 	    (q->orig.flags & IOSQE_FIXED_FILE) ||
 	    !(revents & (POLLRDHUP | POLLHUP)) || (revents & POLLERR) || (q->orig.msg_flags & MSG_PEEK))
 		return 0;
-	if (sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_TYPE, (long)&v, (long)&len, 0) || v != SOCK_STREAM)
+	if (req_sock_type(q) != SOCK_STREAM)
 		return 0;
 	return sys_call3(SYS_ioctl, q->orig.fd, FIONREAD, (long)&v) == 0 && v == 0;
 }

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -20,6 +21,7 @@
 #include <sys/syscall.h>
 
 #include "preload/select/opdef.h"
+#include "preload/select/req.h"
 #include "preload/shadow/ring.h"
 #include "preload/sys.h"
 
@@ -39,6 +41,36 @@ int fd_sock_type(int fd)
 	socklen_t len = sizeof(type);
 	long err = sys_call6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0);
 	return err ? (int)err : type;
+}
+
+/* A receive asks about its socket at every completion where the kernel it
+ * stands in for would just know: once is enough, since the file behind a
+ * request cannot change type. */
+int req_sock_type(struct req *q)
+{
+	if (!q->sock_type)
+		req_sock_known(q, (q->orig.flags & IOSQE_FIXED_FILE) ? -EBADF : fd_sock_type(q->orig.fd));
+	return q->sock_type;
+}
+
+void req_sock_known(struct req *q, int type)
+{
+	q->sock_type = type > 0 ? (int8_t)type : -1;
+}
+
+int req_sock_tcp(struct req *q)
+{
+	if (!q->sock_tcp) {
+		int v = 0;
+		socklen_t len = sizeof(v);
+		q->sock_tcp = req_sock_type(q) == SOCK_STREAM &&
+				      sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_PROTOCOL, (long)&v,
+						(long)&len, 0) == 0 &&
+				      v == IPPROTO_TCP
+			      ? 2
+			      : 1;
+	}
+	return q->sock_tcp == 2;
 }
 
 /*

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct opdef;
+struct req;
 struct ring;
 
 /* A plain fd that is not open, or a fixed-file index past the ring's table. */
@@ -18,6 +19,12 @@ int rewrite_bad_file(const struct ring *r, const struct io_uring_sqe *sqe);
 int rewrite_bad_fd(const struct ring *r, const struct io_uring_sqe *sqe);
 /* SO_TYPE (SOCK_STREAM, SOCK_DGRAM, ...), or -errno. */
 int fd_sock_type(int fd);
+/* fd_sock_type of the request's own fd, asked once for the request's life
+ * (or told, req_sock_known), and whether it is TCP; -1 for a fixed file or
+ * no socket. */
+int req_sock_type(struct req *q);
+void req_sock_known(struct req *q, int type);
+int req_sock_tcp(struct req *q);
 /* A request that needs a socket, on a plain fd that is none. */
 int rewrite_not_a_socket(const struct io_uring_sqe *sqe, const struct opdef *def);
 /* A file without ->poll (file_can_poll). */

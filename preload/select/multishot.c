@@ -255,6 +255,8 @@ struct req *rewrite_select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	/* One look at the file, here rather than at every wake: the kernel's
 	 * request holds the file, not the number. */
 	int type = def->select == SELECT_WHEN_READABLE && !fixed ? fd_sock_type(sqe->fd) : SOCK_STREAM;
+	if (def->select == SELECT_WHEN_READABLE && !fixed)
+		req_sock_known(q, type);
 	if (type == -ENOTSOCK && def->sock && poll_first)
 		q->flags |= REQ_NOT_SOCKET;
 	q->inq_unknown = type > 0 && type != SOCK_STREAM;

@@ -180,6 +180,8 @@ struct req {
 	uint32_t target;		/* TIMEOUT: the CQE count (ring.h, cq_seq) that ends it */
 	struct req *next_counting;	/* TIMEOUT: on the ring's list of counting timeouts */
 	uint64_t chain_next;		/* SKIP, STANDIN: the tag of the next member of its chain */
+	int8_t sock_type;		/* req_sock_type's answer; 0: not asked yet */
+	uint8_t sock_tcp;		/* req_sock_tcp's: 2 TCP, 1 not, 0 not asked yet */
 };
 
 struct req_table {

@@ -260,7 +260,14 @@ static long enter_wait(struct ring *r, unsigned min_complete, unsigned flags, co
 			unsigned target = 0, want = complete_wait_begin(r, min_complete, one, fired, &target);
 			ret = 0;
 			if (want) {
+				/* Only a wait for one new CQE: a wait for several may
+				 * sleep through one, which must not wait for it to
+				 * reach the shadow. */
+				if (one)
+					atomic_fetch_add_explicit(&r->enter_waits_any, 1, memory_order_seq_cst);
 				ret = real_enter(r, 0, want, flags & ~ENTER_SUBMIT_FLAGS, arg, argsz);
+				if (one)
+					atomic_fetch_sub_explicit(&r->enter_waits_any, 1, memory_order_seq_cst);
 				early = kernel_early && ret >= 0 &&
 					(int)(atomic_load_explicit(r->rcq_tail, memory_order_acquire) - target) < 0;
 				complete_wait_end(r);

@@ -368,6 +368,13 @@ static void *process_mover_main(void *arg)
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
 				continue;
+			/* The waiter moves it (ring.h, enter_waits_any); had it
+			 * stopped waiting before the CQE came, its count is down
+			 * by now, as it drops before the waiter's own reap. */
+			if (atomic_load_explicit(&r->enter_waits_any, memory_order_seq_cst)) {
+				ring_put(r);
+				continue;
+			}
 			if (!mover_pass_begin(r)) {
 				ring_put(r);
 				continue;

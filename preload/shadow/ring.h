@@ -354,6 +354,11 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * enter on the ring (mover_adopt): until then the parent's mover,
 	 * which shares x and the shadow, moves its completions. */
 	atomic_int inherited;
+	/* This process's threads waiting in the kernel's enter for any one new
+	 * CQE (enter.c): each moves what came as it returns, so the mover,
+	 * woken by the same CQE, leaves the ring to them instead of taking
+	 * the locks they are about to take. */
+	atomic_int enter_waits_any;
 	/* The process mover's epoll, when it watches this ring's file (this
 	 * process's, not a parent's), else -1.  Epoll drops a file as the
 	 * file's last reference goes: a ring missing from that epoll's fdinfo
