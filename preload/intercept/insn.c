@@ -167,3 +167,48 @@ int insn_length(const uint8_t *p, size_t avail)
 	}
 	return i + (size_t)imm <= avail ? (int)i + imm : -1;
 }
+
+int insn_movable(const uint8_t *p, size_t len)
+{
+	size_t i = 0;
+	unsigned rex = 0;
+	if (len && (p[0] & 0xf0) == 0x40)
+		rex = p[i++];
+	if (i >= len)
+		return 0;
+	unsigned op = p[i++], writes;	/* writes: 1 the ModRM reg, 2 the ModRM r/m, 0 neither */
+	if (op >= 0xb8 && op <= 0xbf)	/* mov $imm,%reg: the register is in the opcode */
+		return ((op & 7) | (rex & 1) << 3) != 0;
+	if (op == 0x0f) {
+		if (i >= len)
+			return 0;
+		op = 0x100 | p[i++];
+	}
+	switch (op) {
+	case 0x89: case 0x31: case 0xc7:		/* mov, xor r/m <- reg; mov r/m <- imm32 */
+		writes = 2;
+		break;
+	case 0x8b: case 0x33: case 0x63: case 0x8d:	/* mov, xor, movsxd, lea reg <- r/m */
+	case 0x1b6: case 0x1b7: case 0x1be: case 0x1bf:	/* movzx, movsx */
+		writes = 1;
+		break;
+	case 0x85:					/* test */
+		writes = 0;
+		break;
+	default:
+		return 0;
+	}
+	if (i >= len)
+		return 0;
+	unsigned modrm = p[i], mod = modrm >> 6, reg = (modrm >> 3 & 7) | (rex & 4) << 1,
+		 rm = (modrm & 7) | (rex & 1) << 3;
+	if (op == 0xc7 && (modrm >> 3 & 7))
+		return 0;
+	if (mod == 0 && (modrm & 7) == 5)
+		return 0;	/* RIP-relative */
+	if (op == 0x8d && mod == 3)
+		return 0;
+	if ((writes == 1 && reg == 0) || (writes == 2 && mod == 3 && rm == 0))
+		return 0;
+	return 1;
+}

@@ -13,5 +13,13 @@
 
 /* The length of the instruction at p (at most avail bytes readable), or -1. */
 int insn_length(const uint8_t *p, size_t avail);
+/*
+ * Can the len-byte instruction at p run, unchanged, somewhere else and
+ * between the load of the call number into %eax and its `syscall`?  Only a
+ * move, sign or zero extension, lea, xor or test of general registers and
+ * memory: no RIP-relative operand (it would address something else there),
+ * no control transfer, nothing written to %rax, no prefix but REX.
+ */
+int insn_movable(const uint8_t *p, size_t len);
 
 #endif

@@ -31,7 +31,9 @@
  */
 #define XSAVE_AREA 4096
 #define STUB_PAGE 4096
-#define STUB_SIZE 48
+#define STUB_SIZE 64
+/* The stub's own code after the instructions it moved: lea, two movabs, jmp. */
+#define STUB_TAIL 28
 #define MAX_STUB_PAGES 32
 #define MAX_REFUSED 64
 /* A jump whose rel32 ends in the bytes 0f 05 leaves a `syscall` where it was. */
@@ -331,7 +333,8 @@ static int write_stub(struct stub_page *pg, uintptr_t stub, const uint8_t *moved
 	uint8_t code[STUB_SIZE], *p = code;
 	uintptr_t entry = patch.xsavec ? (uintptr_t)bufsel_patch_entry_xsavec : (uintptr_t)bufsel_patch_entry_xsave;
 	memset(code, 0xcc, sizeof(code));
-	/* The replaced instruction first, while %rsp is still the program's. */
+	/* The replaced instruction first (and those moved with it), while %rsp
+	 * is still the program's. */
 	memcpy(p, moved, nmoved), p += nmoved;
 	*p++ = 0x48; *p++ = 0x8d; *p++ = 0x64; *p++ = 0x24; *p++ = 0x80;	/* lea -128(%rsp),%rsp */
 	*p++ = 0x48; *p++ = 0xb9; memcpy(p, &resume, 8), p += 8;		/* movabs $resume,%rcx */
@@ -469,6 +472,38 @@ static bool on_boundary(const struct code_range *cr, uintptr_t site)
 	return p == site;
 }
 
+/*
+ * A compiler may load the call number a few instructions before the
+ * `syscall` at sc, and fill the argument registers in between (liburing's
+ * inline enter in _io_uring_get_cqe, built into a program: `mov $426,%eax`,
+ * then three loads of arguments).  That `mov $nr,%eax` can be rewritten all
+ * the same: its stub runs it and the instructions after it up to the
+ * syscall, which must then be ones that run anywhere (insn_movable), and a
+ * thread that jumps past the load still finds them, and the syscall, where
+ * they were.  The load's address, or 0.
+ */
+static uintptr_t load_before(const struct code_range *cr, uintptr_t sc, long nr)
+{
+	uintptr_t p = cr->func_start, load = 0;
+	if (!p)
+		return 0;
+	while (p < sc) {
+		const uint8_t *b = (const uint8_t *)p;
+		int len = insn_length(b, cr->func_end - p);
+		if (len <= 0)
+			return 0;
+		int32_t imm = 0;
+		if (len == 5 && b[0] == 0xb8)
+			memcpy(&imm, b + 1, 4);
+		if (len == 5 && b[0] == 0xb8 && imm == nr)
+			load = p;
+		else if (load && !insn_movable(b, (size_t)len))
+			load = 0;
+		p += (uintptr_t)len;
+	}
+	return p == sc && load && sc - load <= STUB_SIZE - STUB_TAIL ? load : 0;
+}
+
 static void patch_locked(uintptr_t rip, long nr)
 {
 	/* The syscall is the 2 bytes before rip; the load is 5 or 3 before that. */
@@ -489,6 +524,11 @@ static void patch_locked(uintptr_t rip, long nr)
 			len = try;
 			break;
 		}
+	}
+	size_t nmoved = len;
+	if (!site && (site = load_before(&cr, rip - 2, nr))) {
+		len = 5;
+		nmoved = rip - 2 - site;
 	}
 	if (!site) {
 		refuse(rip, "no recognised load of the call number before the syscall");
@@ -516,7 +556,7 @@ static void patch_locked(uintptr_t rip, long nr)
 		refuse(rip, "no room for a stub within reach");
 		return;
 	}
-	int err = write_stub(page_of(stub), stub, (const uint8_t *)site, len, rip);
+	int err = write_stub(page_of(stub), stub, (const uint8_t *)site, nmoved, rip);
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
 			refused_by_system("stub pages cannot be written", err);

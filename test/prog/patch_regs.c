@@ -9,7 +9,8 @@
  * must give the program the same guarantee.
  *
  * Each call loads its own pattern into all of them, makes the call from a
- * site of its own (setup, enter, register), stores them back and compares.
+ * site of its own (setup, enter, register, and an enter whose call number
+ * is loaded before its arguments), stores them back and compares.
  * Enters submit PROVIDE_BUFFERS, buffer-select READs on a pipe and NOPs, so
  * bufsel's pool allocates and copies while the program's registers are live;
  * a register probe and failing enters run the other paths.  The output is
@@ -89,8 +90,21 @@ __attribute__((used)) static struct call_state *cur;
  * One call site per system call, as a function with unwind information
  * (bufsel rewrites only sites whose function it can delimit).  The
  * callee-saved registers are the caller's; everything else is free.
+ * LOAD loads the call number and makes the call: right before the
+ * `syscall`, or as a compiler may, with arguments filled in between.
  */
-#define CALL_SITE(name, nr)							\
+#define LOAD_NEXT(nr) "	mov $" #nr ", %eax\n	syscall\n"
+/* r9's pattern comes back from the red zone after the load, r10 and rdi
+ * pass through an lea and a test: each runs where bufsel's stub runs it. */
+#define LOAD_BEFORE(nr)								\
+	"	mov %r9, -8(%rsp)\n"						\
+	"	movabs $0x5a5a5a5a5a5a5a5a, %r9\n"				\
+	"	mov $" #nr ", %eax\n"						\
+	"	mov -8(%rsp), %r9\n"						\
+	"	lea (%r10), %r10\n"						\
+	"	test %rdi, %rdi\n"						\
+	"	syscall\n"
+#define CALL_SITE(name, LOAD)							\
 	__asm__(".text\n"							\
 		".globl " #name "\n"						\
 		".type " #name ",@function\n"					\
@@ -134,8 +148,7 @@ __attribute__((used)) static struct call_state *cur;
 		"	mov 88(%rax), %r15\n"					\
 		"	mov 0(%rax), %rdi\n"					\
 		"	std\n"							\
-		"	mov $" #nr ", %eax\n"					\
-		"	syscall\n"						\
+		LOAD								\
 		"	pushfq\n"						\
 		"	pop %r11\n"						\
 		"	cld\n"							\
@@ -187,9 +200,10 @@ __attribute__((used)) static struct call_state *cur;
 		".size " #name ", .-" #name "\n");				\
 	void name(void)
 
-CALL_SITE(site_setup, 425);
-CALL_SITE(site_enter, 426);
-CALL_SITE(site_register, 427);
+CALL_SITE(site_setup, LOAD_NEXT(425));
+CALL_SITE(site_enter, LOAD_NEXT(426));
+CALL_SITE(site_register, LOAD_NEXT(427));
+CALL_SITE(site_enter_apart, LOAD_BEFORE(426));
 
 static struct call_state st;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -243,7 +257,7 @@ static long call(void (*site)(void), long a0, long a1, long a2, long a3, long a4
 
 	char what[64];
 	snprintf(what, sizeof(what), "call %lu (nr %s)", calls,
-		 site == site_setup ? "setup" : site == site_enter ? "enter" : "register");
+		 site == site_setup ? "setup" : site == site_register ? "register" : "enter");
 	for (int i = 0; i < NGPR; i++)
 		if (st.gpr_out[i] != st.gpr_in[i]) {
 			printf("%s: %s changed from %#llx to %#llx\n", what, gpr_name[i],
@@ -334,7 +348,8 @@ int main(void)
 		io_uring_prep_nop(sqe);
 		sqe->user_data = 3;
 		flush_sq(&ring);
-		long r = call(site_enter, ring.ring_fd, 3, 3, IORING_ENTER_GETEVENTS, 0, 0);
+		long r = call(round & 1 ? site_enter_apart : site_enter, ring.ring_fd, 3, 3, IORING_ENTER_GETEVENTS, 0,
+			      0);
 		if (r != 3)
 			die("round %d: enter returned %ld", round, r);
 		struct io_uring_cqe c[3];
@@ -358,8 +373,8 @@ int main(void)
 
 	/* Enters that fail: bad flags on the ring, and a descriptor that is no ring. */
 	for (int i = 0; i < 20; i++) {
-		long r1 = call(site_enter, ring.ring_fd, 0, 0, 1u << 30, 0, 0);
-		long r2 = call(site_enter, pfd[0], 0, 0, 0, 0, 0);
+		long r1 = call(i & 1 ? site_enter_apart : site_enter, ring.ring_fd, 0, 0, 1u << 30, 0, 0);
+		long r2 = call(i & 1 ? site_enter : site_enter_apart, pfd[0], 0, 0, 0, 0, 0);
 		if (i == 0)
 			note("enter with an unknown flag: %ld; on a pipe: %ld", r1, r2);
 	}

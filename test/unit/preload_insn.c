@@ -84,3 +84,47 @@ Test(preload_insn, never_reads_past_the_end)
 	cr_assert_eq(insn_length(movabs, 10), 10);
 	cr_assert_eq(insn_length(movabs, 9), -1);
 }
+
+/*
+ * What a stub may run in another place between the load of the call number
+ * and the syscall: the three argument loads liburing's inline enter puts
+ * there, and nothing whose meaning depends on where it runs or that would
+ * change the number in %eax.
+ */
+Test(preload_insn, movable_between_load_and_syscall)
+{
+	static const struct {
+		uint8_t b[10];
+		size_t len;
+		int movable;
+		const char *what;
+	} c[] = {
+		{ { 0x8b, 0xbd, 0xcc, 0x00, 0x00, 0x00 }, 6, 1, "mov 0xcc(%rbp),%edi" },
+		{ { 0x4d, 0x8b, 0x46, 0x18 }, 4, 1, "mov 0x18(%r14),%r8" },
+		{ { 0x4d, 0x63, 0x4e, 0x0c }, 4, 1, "movslq 0xc(%r14),%r9" },
+		{ { 0x4c, 0x8b, 0x4c, 0x24, 0xf8 }, 5, 1, "mov -0x8(%rsp),%r9" },
+		{ { 0x4d, 0x8d, 0x12 }, 3, 1, "lea (%r10),%r10" },
+		{ { 0x48, 0x85, 0xff }, 3, 1, "test %rdi,%rdi" },
+		{ { 0x31, 0xd2 }, 2, 1, "xor %edx,%edx" },
+		{ { 0x41, 0xb8, 0x08, 0x00, 0x00, 0x00 }, 6, 1, "mov $8,%r8d" },
+		{ { 0x0f, 0xb6, 0xd1 }, 3, 1, "movzbl %cl,%edx" },
+		{ { 0x44, 0x89, 0xc0 }, 3, 0, "mov %r8d,%eax" },
+		{ { 0x8b, 0x3d, 0x00, 0x10, 0x00, 0x00 }, 6, 0, "mov 0x1000(%rip),%edi" },
+		{ { 0x48, 0x8d, 0x35, 0x00, 0x10, 0x00, 0x00 }, 7, 0, "lea 0x1000(%rip),%rsi" },
+		{ { 0x31, 0xc0 }, 2, 0, "xor %eax,%eax" },
+		{ { 0x8b, 0x07 }, 2, 0, "mov (%rdi),%eax" },
+		{ { 0xb8, 0x01, 0x00, 0x00, 0x00 }, 5, 0, "mov $1,%eax" },
+		{ { 0x49, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8 }, 10, 1, "movabs $...,%r8" },
+		{ { 0x75, 0x02 }, 2, 0, "jne" },
+		{ { 0xe8, 0, 0, 0, 0 }, 5, 0, "call" },
+		{ { 0x41, 0x54 }, 2, 0, "push %r12" },
+		{ { 0x66, 0x89, 0xd7 }, 3, 0, "mov %dx,%di (a 66 prefix)" },
+		{ { 0xc7, 0xc2, 1, 0, 0, 0 }, 6, 1, "mov $1,%edx (c7 /0)" },
+		{ { 0xc7, 0xc0, 1, 0, 0, 0 }, 6, 0, "mov $1,%eax (c7 /0)" },
+		{ { 0x48, 0x8d, 0xc7 }, 3, 0, "lea with a register operand (invalid)" },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		cr_expect_eq(insn_length(c[i].b, c[i].len), (int)c[i].len, "%s: length", c[i].what);
+		cr_expect_eq(insn_movable(c[i].b, c[i].len), c[i].movable, "%s", c[i].what);
+	}
+}
