@@ -347,10 +347,13 @@ void mover_sq_launch(struct ring *r)
  * closed unseen: a pinned ring (a kernel without IORING_SETUP_NO_MMAP)
  * lives on bufsel's fd and mappings, and natively the program's last close
  * and unmap end it at once.  Every CLOSE_LOOK_MS while such a ring is live,
- * every CLOSE_IDLE_MS while none is (a ring set up meanwhile wakes nobody).
+ * every CLOSE_IDLE_MS while none is; a ring's completion while idle brings
+ * the next look within CLOSE_LOOK_MS (a ring set up meanwhile wakes nobody
+ * before), and completions coming all the time do not put looks off.
  */
 #define CLOSE_LOOK_MS	20
 #define CLOSE_IDLE_MS	1000
+#define MS		1000000ull
 
 static void *process_mover_main(void *arg)
 {
@@ -358,12 +361,26 @@ static void *process_mover_main(void *arg)
 	struct epoll_event ev[MOVER_BATCH];
 	block_sigsys();
 	int look = ring_closes_unseen() ? CLOSE_LOOK_MS : -1;
+	uint64_t next_look = now_ns() + CLOSE_LOOK_MS * MS;
 	for (;;) {
-		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, look, 0, 0);
+		int wait = -1;
+		if (look > 0) {
+			uint64_t t = now_ns();
+			wait = t >= next_look ? 0 : (int)((next_look - t + MS - 1) / MS);
+		}
+		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, wait, 0, 0);
 		if (n == -EBADF || n == -EINVAL)
 			return NULL;	/* the program closed it after all: stop */
-		if (n == 0 && look > 0)
-			look = ring_look_for_closes() ? CLOSE_LOOK_MS : CLOSE_IDLE_MS;
+		if (look > 0) {
+			uint64_t t = now_ns();
+			if (t >= next_look) {
+				look = ring_look_for_closes() ? CLOSE_LOOK_MS : CLOSE_IDLE_MS;
+				next_look = t + (uint64_t)look * MS;
+			} else if (n > 0 && look == CLOSE_IDLE_MS) {
+				look = CLOSE_LOOK_MS;
+				next_look = t + CLOSE_LOOK_MS * MS;
+			}
+		}
 		for (long i = 0; i < n; i++) {
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
