@@ -34,6 +34,24 @@ static long open_fds(void)
 	return n;
 }
 
+/* On stderr, what each open fd is: where a count grew, the one to look at. */
+static void show_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[300], target[256];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "fd %s: %s\n", e->d_name, target);
+	}
+	if (d)
+		closedir(d);
+}
+
 static long rss_bytes(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -66,8 +84,10 @@ int main(void)
 	}
 	usleep(SETTLE_US);
 	long fds1 = open_fds(), rss1 = rss_bytes();
-	if (fds1 != fds0)
+	if (fds1 != fds0) {
+		show_fds();
 		die("open fds grew from %ld to %ld", fds0, fds1);
+	}
 	if (rss1 - rss0 > 2L * 1024 * 1024)
 		die("RSS grew from %ld to %ld bytes", rss0, rss1);
 	note("flat");
