@@ -495,7 +495,7 @@ static uintptr_t load_before(const struct code_range *cr, uintptr_t sc, long nr)
 		int32_t imm = 0;
 		if (len == 5 && b[0] == 0xb8)
 			memcpy(&imm, b + 1, 4);
-		if (len == 5 && b[0] == 0xb8 && imm == nr)
+		if (imm == nr)	/* nr is never 0: only a `mov $nr,%eax` has it */
 			load = p;
 		else if (load && !insn_movable(b, (size_t)len))
 			load = 0;

@@ -63,12 +63,10 @@ int req_sock_tcp(struct req *q)
 	if (!q->sock_tcp) {
 		int v = 0;
 		socklen_t len = sizeof(v);
-		q->sock_tcp = req_sock_type(q) == SOCK_STREAM &&
-				      sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_PROTOCOL, (long)&v,
-						(long)&len, 0) == 0 &&
-				      v == IPPROTO_TCP
-			      ? 2
-			      : 1;
+		int tcp = req_sock_type(q) == SOCK_STREAM &&
+			  !sys_call6(SYS_getsockopt, q->orig.fd, SOL_SOCKET, SO_PROTOCOL, (long)&v, (long)&len, 0) &&
+			  v == IPPROTO_TCP;
+		q->sock_tcp = tcp ? 2 : 1;
 	}
 	return q->sock_tcp == 2;
 }

@@ -254,9 +254,9 @@ struct req *rewrite_select_recv_multi(struct ring *r, struct io_uring_sqe *sqe,
 	int poll_first = (sqe->ioprio & IORING_RECVSEND_POLL_FIRST) || r->to_wq;
 	/* One look at the file, here rather than at every wake: the kernel's
 	 * request holds the file, not the number. */
-	int type = def->select == SELECT_WHEN_READABLE && !fixed ? fd_sock_type(sqe->fd) : SOCK_STREAM;
+	int type = SOCK_STREAM;
 	if (def->select == SELECT_WHEN_READABLE && !fixed)
-		req_sock_known(q, type);
+		req_sock_known(q, type = fd_sock_type(sqe->fd));
 	if (type == -ENOTSOCK && def->sock && poll_first)
 		q->flags |= REQ_NOT_SOCKET;
 	q->inq_unknown = type > 0 && type != SOCK_STREAM;
