@@ -110,17 +110,21 @@ $(B)/test/prog/%: test/prog/%.c test/prog/cqe_print.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -luring -lpthread
 
-# Launcher objects a unit test needs besides pool/ and conf/; launcher/main.c stays out.
-UNIT_LAUNCH_launcher_elf := $(B)/obj-launcher/launcher/elf.o
-$(B)/test/unit/launcher_elf: $(UNIT_LAUNCH_launcher_elf)
-UNIT_LAUNCH_launcher_report := $(addprefix $(B)/obj-launcher/launcher/,report.o report_options.o report_load.o report_advice.o report_text.o report_plot.o json.o)
-$(B)/test/unit/launcher_report: $(UNIT_LAUNCH_launcher_report)
-UNIT_LAUNCH_launcher_json_write := $(B)/obj-launcher/launcher/json_write.o $(B)/obj-launcher/launcher/json.o
-$(B)/test/unit/launcher_json_write: $(UNIT_LAUNCH_launcher_json_write)
+# Objects a unit test needs besides pool/, conf/ and preload/'s pure parts;
+# launcher/main.c stays out.
+UNIT_OBJS_launcher_elf := $(B)/obj-launcher/launcher/elf.o
+$(B)/test/unit/launcher_elf: $(UNIT_OBJS_launcher_elf)
+UNIT_OBJS_launcher_report := $(addprefix $(B)/obj-launcher/launcher/,report.o report_options.o report_load.o report_advice.o report_text.o report_plot.o json.o)
+$(B)/test/unit/launcher_report: $(UNIT_OBJS_launcher_report)
+UNIT_OBJS_launcher_json_write := $(B)/obj-launcher/launcher/json_write.o $(B)/obj-launcher/launcher/json.o
+$(B)/test/unit/launcher_json_write: $(UNIT_OBJS_launcher_json_write)
+# Reads this process's own /proc/self/maps, with bufsel's system calls.
+UNIT_OBJS_shadow_maps := $(addprefix $(B)/obj/preload/,shadow/shadow_maps.o procfile.o sys.o)
+$(B)/test/unit/shadow_maps: $(UNIT_OBJS_shadow_maps)
 
 $(B)/test/unit/%: test/unit/%.c $(UNIT_LIBOBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIBOBJS) $(UNIT_LAUNCH_$*) -lcriterion -lpthread
+	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIBOBJS) $(UNIT_OBJS_$*) -lcriterion -lpthread
 
 # The native-vs-bufsel runner: runs every program in its table three ways.
 $(B)/test/integration/compare: test/integration/compare.c test/integration/harness.c test/integration/harness.h

@@ -692,7 +692,7 @@ void ring_sweep(void)
 		}
 		if (got->map_pin && !shadow_view_intact(&got->sh)) {
 			held[n] = got;
-			q[n] = (struct shadow_query){ got->sh.mem, got->sh.mem_ino, 0 };
+			q[n] = (struct shadow_query){ got->sh.mem, got->sh.mem_ino, got->sh.mem_dev, 0 };
 			if (++n == SWEEP_BATCH) {
 				sweep_batch(held, q, n);
 				n = 0;

@@ -255,6 +255,7 @@ int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct sh
 	 * (shadow_maps.c); without it a mapped ring closed is kept. */
 	struct stat st;
 	unsigned long ino = sys_call3(SYS_fstat, mfd, (long)&st, 0) ? 0 : st.st_ino;
+	unsigned long dev = ino ? st.st_dev : 0;
 	long err = sharemem_size_memfd(mfd, lay.total_len);
 	void *mem = err ? NULL : sys_mmap(NULL, lay.total_len, PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_POPULATE, mfd, 0);
@@ -275,6 +276,7 @@ int setup_map_shadow(const struct io_uring_params *p, int share_flags, struct sh
 	*sh = (struct shadow){ .sq_entries = p->sq_entries, .cq_entries = p->cq_entries };
 	shadow_attach(sh, &lay, mem);
 	sh->mem_ino = ino;
+	sh->mem_dev = dev;
 	return 0;
 }
 

@@ -41,8 +41,10 @@ struct shadow {
 	struct io_uring_sqe *sqes;
 	struct io_uring_cqe *cqes;
 	uint32_t sq_mask, cq_mask, sq_entries, cq_entries;
-	unsigned long mem_ino;	/* the memfd's inode (0: unknown), by which
-				 * /proc/self/maps shows the program's mappings */
+	unsigned long mem_ino;	/* the memfd's inode (0: unknown) and device, */
+	unsigned long mem_dev;	/* by which /proc/self/maps shows the program's
+				 * mappings (an inode number alone is only
+				 * unique on its device) */
 	/* The program's last SHADOW_VIEWS mappings of it, as made: one that is
 	 * still there as made proves the program maps the shadow without a
 	 * read of the whole maps file (shadow_mapped_elsewhere). */
@@ -83,7 +85,7 @@ int shadow_view_intact(const struct shadow *sh);
  * fills each elsewhere; 0 or -errno (then none of them can tell). */
 struct shadow_query {
 	const void *mem;
-	unsigned long ino;
+	unsigned long ino, dev;	/* as fstat gives them */
 	int elsewhere;
 };
 int shadow_mapped_elsewhere_n(struct shadow_query *q, unsigned n);

@@ -25,38 +25,62 @@
 
 struct maps_line {
 	uintptr_t start, end;
-	unsigned long inode;
+	unsigned long major, minor, inode;
 };
 
-/* "start-end perms offset dev inode [path]": the three numbers we need. */
+/* A hex number at *s, up to the first other character; -1 if none. */
+static int hex_field(const char **s, const char *end, unsigned long *v)
+{
+	int digits = 0;
+	*v = 0;
+	for (; *s < end; (*s)++, digits++) {
+		char c = **s;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+		if (d == 16)
+			break;
+		*v = *v << 4 | d;
+	}
+	return digits ? 0 : -1;
+}
+
+static void skip_field(const char **s, const char *end)
+{
+	while (*s < end && **s != ' ')
+		(*s)++;
+	while (*s < end && **s == ' ')
+		(*s)++;
+}
+
+/* "start-end perms offset major:minor inode [path]": the numbers we need. */
 static int parse_line(const char *s, const char *end, struct maps_line *l)
 {
-	uintptr_t v[2] = { 0, 0 };
-	for (int i = 0; i < 2; i++) {
-		int digits = 0;
-		for (; s < end; s++, digits++) {
-			char c = *s;
-			unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
-			if (d == 16)
-				break;
-			v[i] = v[i] << 4 | d;
-		}
-		if (!digits || s == end)
-			return -1;
-		s++;	/* '-' or ' ' */
-	}
-	/* perms, offset, dev: three fields to skip. */
-	for (int f = 0; f < 3; f++) {
-		while (s < end && *s != ' ')
-			s++;
-		while (s < end && *s == ' ')
-			s++;
-	}
+	unsigned long start, stop;
+	if (hex_field(&s, end, &start) || s == end || *s++ != '-' || hex_field(&s, end, &stop))
+		return -1;
+	skip_field(&s, end);	/* the space */
+	skip_field(&s, end);	/* perms */
+	skip_field(&s, end);	/* offset */
+	unsigned long major, minor;
+	if (hex_field(&s, end, &major) || s == end || *s++ != ':' || hex_field(&s, end, &minor))
+		return -1;
+	skip_field(&s, end);
 	unsigned long ino = 0;
 	for (; s < end && *s >= '0' && *s <= '9'; s++)
 		ino = ino * 10 + (unsigned long)(*s - '0');
-	*l = (struct maps_line){ v[0], v[1], ino };
+	*l = (struct maps_line){ start, stop, major, minor, ino };
 	return 0;
+}
+
+/* The kernel prints a device as MAJOR:MINOR; fstat's st_dev packs them so
+ * (glibc's major() and minor(), without a call into libc). */
+static unsigned long dev_major(unsigned long dev)
+{
+	return (dev >> 8 & 0xfff) | ((unsigned)(dev >> 32) & ~0xfffu);
+}
+
+static unsigned long dev_minor(unsigned long dev)
+{
+	return (dev & 0xff) | ((unsigned)(dev >> 12) & ~0xffu);
 }
 
 struct queries {
@@ -73,7 +97,11 @@ static int note_line(const char *line, const char *end, void *arg)
 	for (unsigned i = 0; i < qs->n; i++) {
 		struct shadow_query *q = &qs->q[i];
 		uintptr_t at = (uintptr_t)q->mem;
-		if (q->ino == l.inode && !(l.start <= at && at < l.end))
+		/* Inode numbers repeat across devices: on 5.10 a memfd's
+		 * (counted from 1 per tmpfs) met a mapped library's of the
+		 * initramfs, and the ring was kept for good. */
+		if (q->ino == l.inode && dev_major(q->dev) == l.major && dev_minor(q->dev) == l.minor &&
+		    !(l.start <= at && at < l.end))
 			q->elsewhere = 1;
 	}
 	return 0;
@@ -129,7 +157,8 @@ int shadow_view_intact(const struct shadow *sh)
 		/* The name is the mapping's exact range; stat follows it to the
 		 * file, whose inode says it is still the shadow's. */
 		struct stat st;
-		if (!sys_call6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0) && st.st_ino == sh->mem_ino)
+		if (!sys_call6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0) && st.st_ino == sh->mem_ino &&
+		    st.st_dev == sh->mem_dev)
 			return 1;
 	}
 	return 0;
@@ -141,7 +170,7 @@ int shadow_mapped_elsewhere(const struct shadow *sh)
 		return 1;
 	if (!sh->mem_ino)
 		return -ENOENT;	/* its inode could not be had: cannot tell */
-	struct shadow_query q = { sh->mem, sh->mem_ino, 0 };
+	struct shadow_query q = { sh->mem, sh->mem_ino, sh->mem_dev, 0 };
 	int err = shadow_mapped_elsewhere_n(&q, 1);
 	return err ? err : q.elsewhere;
 }
