@@ -31,11 +31,23 @@
 
 static struct io_uring ring, big;
 
-/* Up to n CQEs of r, each waited for at most a second; printed by user_data. */
-static void reap_show_from(struct io_uring *r, unsigned n, const struct arena *a)
+static int byte_cmp(const void *a, const void *b)
+{
+	return *(const unsigned char *)a - *(const unsigned char *)b;
+}
+
+/*
+ * Up to n CQEs of r, each waited for at most a second; printed by user_data.
+ * pooled: reads that waited together on one file, whose bytes are shown
+ * together, sorted, not per buffer: which of them takes which byte is the
+ * order the kernel wakes them in, and Linux 5.10 reads a pipe in io-wq,
+ * whose workers take the bytes in any order (natively too).
+ */
+static void reap_show_from(struct io_uring *r, unsigned n, const struct arena *a, bool pooled)
 {
 	static struct io_uring_cqe c[MANY + 8];
-	unsigned got = 0;
+	static char bytes[MANY + 1];
+	unsigned got = 0, nbytes = 0;
 	while (got < n) {
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts = { .tv_sec = 1 };
@@ -48,13 +60,27 @@ static void reap_show_from(struct io_uring *r, unsigned n, const struct arena *a
 		io_uring_cqe_seen(r, cqe);
 	}
 	qsort(c, got, sizeof(c[0]), cqe_cmp_full);
-	for (unsigned i = 0; i < got; i++)
-		show(&c[i], a);
+	for (unsigned i = 0; i < got; i++) {
+		if (!pooled) {
+			show(&c[i], a);
+			continue;
+		}
+		cqe_print(&c[i]);
+		if ((c[i].flags & IORING_CQE_F_BUFFER) && c[i].res > 0 && nbytes + (unsigned)c[i].res <= MANY) {
+			memcpy(bytes + nbytes, arena_buf(a, cqe_bid(&c[i])), (size_t)c[i].res);
+			nbytes += (unsigned)c[i].res;
+		}
+	}
+	if (pooled) {
+		qsort(bytes, nbytes, 1, byte_cmp);
+		bytes[nbytes] = 0;
+		note("%u bytes read, sorted: %s", nbytes, bytes);
+	}
 }
 
 static void reap_show_n(unsigned n, const struct arena *a)
 {
-	reap_show_from(&ring, n, a);
+	reap_show_from(&ring, n, a, false);
 }
 
 static void submit_n(unsigned n)
@@ -194,7 +220,7 @@ int main(void)
 	for (unsigned i = 0; i < MANY; i++)
 		bytes[i] = (char)('a' + i % 26);
 	write_all(p2[1], bytes, MANY);
-	reap_show_n(MANY, &g2);
+	reap_show_from(&ring, MANY, &g2, true);
 
 	note("== a RECV with %u NOPs linked behind it, cancelled: more of bufsel's own CQEs than it keeps room for", LONG_CHAIN - 1);
 	ret = io_uring_queue_init(LONG_CHAIN, &big, 0);
@@ -206,7 +232,7 @@ int main(void)
 	sqe->user_data = 60;
 	if (io_uring_submit(&big) != 1)
 		note("submit failed");
-	reap_show_from(&big, 1, NULL);
+	reap_show_from(&big, 1, NULL, false);
 	int lv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lv) < 0)
 		die("socketpair: %s", strerror(errno));
@@ -226,7 +252,7 @@ int main(void)
 	sqe->user_data = 99;
 	if (io_uring_submit(&big) != 1)
 		note("submit failed");
-	reap_show_from(&big, LONG_CHAIN + 1, &g3);
+	reap_show_from(&big, LONG_CHAIN + 1, &g3, false);
 	note("big ring: CQ overflow counter %u", IO_URING_READ_ONCE(*big.cq.koverflow));
 	io_uring_queue_exit(&big);
 
