@@ -55,6 +55,18 @@ static __thread struct io_uring *tl_hring;	/* the handler's own ring, once set u
 static __thread unsigned tl_hnops;
 static __thread unsigned long long tl_hnop_ud;
 static atomic_int handler_failed;
+/* The first failure, for the report: what failed and with what. */
+static struct {
+	const char *what;
+	long long got, ud;
+} handler_failure;
+
+static void handler_fail(const char *what, long long got, unsigned long long ud)
+{
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&handler_failed, &zero, 1))
+		handler_failure.what = what, handler_failure.got = got, handler_failure.ud = (long long)ud;
+}
 
 static void on_signal(int sig)
 {
@@ -65,16 +77,21 @@ static void on_signal(int sig)
 		struct io_uring_sqe *sqe = io_uring_get_sqe(tl_hring);
 		struct io_uring_cqe *cqe;
 		if (!sqe) {
-			atomic_store(&handler_failed, 1);
+			handler_fail("no SQE", 0, 0);
 		} else {
 			io_uring_prep_nop(sqe);
 			sqe->user_data = ++tl_hnop_ud;
 			/* Both signals are blocked here, so this wait cannot be interrupted. */
-			if (io_uring_submit(tl_hring) != 1 || io_uring_wait_cqe(tl_hring, &cqe) != 0 ||
-			    cqe->user_data != tl_hnop_ud || cqe->res != 0)
-				atomic_store(&handler_failed, 1);
-			else
+			int ret = io_uring_submit(tl_hring);
+			if (ret != 1) {
+				handler_fail("io_uring_submit returned", ret, tl_hnop_ud);
+			} else if ((ret = io_uring_wait_cqe(tl_hring, &cqe)) != 0) {
+				handler_fail("io_uring_wait_cqe returned", ret, tl_hnop_ud);
+			} else {
+				if (cqe->user_data != tl_hnop_ud || cqe->res != 0)
+					handler_fail("the CQE's res", cqe->res, cqe->user_data);
 				io_uring_cqe_seen(tl_hring, cqe);
+			}
 			tl_hnops++;
 		}
 	}
@@ -194,7 +211,9 @@ static void worker_cqe(struct worker *w, const struct io_uring_cqe *c)
 	snprintf(who, sizeof(who), "worker %u", w->id);
 	ledger_complete(&w->ud, c->user_data, who);
 	if (ud_tag(c->user_data) == TAG_PROVIDE) {
-		if (c->res != 0)
+		/* 0, or before 5.18 the number of buffers added to a group
+		 * that had some. */
+		if (c->res < 0)
 			die("%s: PROVIDE_BUFFERS returned %d", who, c->res);
 		return;
 	}
@@ -387,7 +406,8 @@ int main(int argc, char **argv)
 		pthread_join(workers[i].thread, NULL);
 	stress_watchdog_stop();
 	if (atomic_load(&handler_failed))
-		die("a NOP run from the signal handler failed");
+		die("a NOP run from the signal handler failed: %s %lld (user_data %lld)", handler_failure.what,
+		    handler_failure.got, handler_failure.ud);
 
 	note("scale %u: %u workers, %u messages each, SIGUSR1 without and SIGUSR2 with SA_RESTART",
 	     scale, WORKERS, MSGS * scale);
