@@ -42,6 +42,11 @@ struct bufsel_state {
 	atomic_int mover_state;
 	int mover_epfd;
 	atomic_int mover_starter;	/* the thread that set mover_state to 1 */
+	/* Under the seccomp filter: an eventfd in that epoll that wakes the
+	 * mover from its idle sleep for a ring set up meanwhile (-1 without),
+	 * and whether it sleeps so (mover.c, CLOSE_IDLE_MS). */
+	int mover_wakefd;
+	atomic_int mover_idle;
 	/* bufsel threads created but not yet running their own code: a fork
 	 * waits for them (mover_before_fork). */
 	atomic_int threads_starting;

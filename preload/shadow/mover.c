@@ -347,13 +347,28 @@ void mover_sq_launch(struct ring *r)
  * closed unseen: a pinned ring (a kernel without IORING_SETUP_NO_MMAP)
  * lives on bufsel's fd and mappings, and natively the program's last close
  * and unmap end it at once.  Every CLOSE_LOOK_MS while such a ring is live,
- * every CLOSE_IDLE_MS while none is; a ring's completion while idle brings
- * the next look within CLOSE_LOOK_MS (a ring set up meanwhile wakes nobody
- * before), and completions coming all the time do not put looks off.
+ * every CLOSE_IDLE_MS while none is; a pinned ring set up, or a ring's
+ * completion, while idle brings the next look within CLOSE_LOOK_MS (a ring
+ * set up and closed in an idle second, its READ never completing, lived on
+ * up to that second: close_mapped on the real 5.10), and completions coming
+ * all the time do not put looks off.
  */
 #define CLOSE_LOOK_MS	20
 #define CLOSE_IDLE_MS	1000
 #define MS		1000000ull
+#define MOVER_WAKE	UINT64_MAX	/* the wake eventfd's epoll data; no ring's */
+
+/* The next look's period: idle is published before the rings are looked
+ * at, so a ring set up during the look either is seen or wakes the mover
+ * (mover_watch). */
+static int close_look(void)
+{
+	atomic_store_explicit(&bufsel.mover_idle, 1, memory_order_seq_cst);
+	if (!ring_look_for_closes())
+		return CLOSE_IDLE_MS;
+	atomic_store_explicit(&bufsel.mover_idle, 0, memory_order_relaxed);
+	return CLOSE_LOOK_MS;
+}
 
 static void *process_mover_main(void *arg)
 {
@@ -374,7 +389,7 @@ static void *process_mover_main(void *arg)
 		if (look > 0) {
 			uint64_t t = now_ns();
 			if (t >= next_look) {
-				look = ring_look_for_closes() ? CLOSE_LOOK_MS : CLOSE_IDLE_MS;
+				look = close_look();
 				next_look = t + (uint64_t)look * MS;
 			} else if (n > 0 && look == CLOSE_IDLE_MS) {
 				look = CLOSE_LOOK_MS;
@@ -382,6 +397,11 @@ static void *process_mover_main(void *arg)
 			}
 		}
 		for (long i = 0; i < n; i++) {
+			if (ev[i].data.u64 == MOVER_WAKE) {
+				uint64_t v;
+				sys_call3(SYS_read, bufsel.mover_wakefd, (long)&v, sizeof(v));
+				continue;	/* the look came with it, above */
+			}
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
 				continue;
@@ -413,6 +433,25 @@ static void *process_mover_main(void *arg)
 	}
 }
 
+/* Under the seccomp filter, the eventfd that wakes the mover in ep. */
+static int wake_fd(int ep)
+{
+	bufsel.mover_wakefd = -1;
+	if (!ring_closes_unseen())
+		return 0;
+	int fd = high_fd(sys_call3(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK, 0));
+	if (fd < 0)
+		return fd;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = MOVER_WAKE };
+	long err = sys_call6(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, fd, (long)&ev, 0, 0);
+	if (err) {
+		sys_close(fd);
+		return (int)err;
+	}
+	bufsel.mover_wakefd = fd;
+	return 0;
+}
+
 /* The epoll fd of a running mover, or -errno; starts it once. */
 static int process_mover(void)
 {
@@ -421,9 +460,15 @@ static int process_mover(void)
 		if (st == 0 && atomic_compare_exchange_strong(&bufsel.mover_state, &st, 1)) {
 			atomic_store_explicit(&bufsel.mover_starter, spin_self(), memory_order_relaxed);
 			int ep = high_fd(sys_call3(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0));
-			int err = ep < 0 ? ep : start_thread(process_mover_main, (void *)(long)ep);
+			int err = ep < 0 ? ep : wake_fd(ep);
+			if (!err)
+				err = start_thread(process_mover_main, (void *)(long)ep);
 			if (err && ep >= 0)
 				sys_close(ep);
+			if (err && bufsel.mover_wakefd >= 0)
+				sys_close(bufsel.mover_wakefd);
+			if (err)
+				bufsel.mover_wakefd = -1;
 			bufsel.mover_epfd = err ? -1 : ep;
 			st = err ? err : 2;
 			atomic_store_explicit(&bufsel.mover_state, st, memory_order_release);
@@ -452,6 +497,13 @@ int mover_watch(struct ring *r)
 		return (int)err;
 	r->cq_moved = 1;
 	r->watch_ep = ep;
+	/* A pinned ring lives on bufsel's fd after the program's unseen close:
+	 * the idle mover must look for it from now on, not in a second. */
+	if (!r->unpinned && bufsel.mover_wakefd >= 0 &&
+	    atomic_exchange_explicit(&bufsel.mover_idle, 0, memory_order_seq_cst)) {
+		uint64_t one = 1;
+		sys_call3(SYS_write, bufsel.mover_wakefd, (long)&one, sizeof(one));
+	}
 	return 0;
 }
 
@@ -508,9 +560,13 @@ void mover_before_fork(void)
 
 void mover_after_fork(void)
 {
-	if (atomic_load(&bufsel.mover_state) == 2)
+	if (atomic_load(&bufsel.mover_state) == 2) {
 		sys_close(bufsel.mover_epfd);
-	bufsel.mover_epfd = -1;
+		if (bufsel.mover_wakefd >= 0)
+			sys_close(bufsel.mover_wakefd);
+	}
+	bufsel.mover_epfd = bufsel.mover_wakefd = -1;
+	atomic_store(&bufsel.mover_idle, 0);
 	atomic_store(&bufsel.mover_state, 0);
 	ring_for_each_live(unwatch, -1, NULL);
 }
