@@ -52,6 +52,20 @@ int procfile_lines(const char *path, int (*fn)(const char *line, const char *end
 	return ret;
 }
 
+int procfile_hex(const char **s, const char *end, unsigned long *v)
+{
+	int digits = 0;
+	*v = 0;
+	for (; *s < end; (*s)++, digits++) {
+		char c = **s;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+		if (d == 16)
+			break;
+		*v = *v << 4 | d;
+	}
+	return digits ? 0 : -1;
+}
+
 void procfile_fdinfo_path(char *buf, int fd)
 {
 	static const char prefix[] = "/proc/self/fdinfo/";

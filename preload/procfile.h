@@ -11,6 +11,11 @@
  * gets its first 4 KiB, where every number bufsel reads comes. */
 int procfile_lines(const char *path, int (*fn)(const char *line, const char *end, void *arg), void *arg);
 
+/* The lower-case hex number at *s into *v, *s moved past it: 0, or -1 (and
+ * *s unmoved) when no digit is there.  /proc prints addresses, devices and
+ * inodes so. */
+int procfile_hex(const char **s, const char *end, unsigned long *v);
+
 /* "/proc/self/fdinfo/<fd>" into buf (at least 32 bytes). */
 void procfile_fdinfo_path(char *buf, int fd);
 

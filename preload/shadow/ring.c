@@ -542,16 +542,9 @@ static int epoll_line(const char *s, const char *end, void *arg)
 			break;
 	if (end - s <= 5)
 		return 0;
-	unsigned long ino = 0;
-	int digits = 0;
-	for (s += 5; s < end; s++, digits++) {
-		char c = *s;
-		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
-		if (d == 16)
-			break;
-		ino = ino << 4 | d;
-	}
-	if (digits && ino == l->ino)
+	unsigned long ino;
+	s += 5;
+	if (!procfile_hex(&s, end, &ino) && ino == l->ino)
 		l->found = 1;
 	return l->found;
 }

@@ -28,21 +28,6 @@ struct maps_line {
 	unsigned long major, minor, inode;
 };
 
-/* A hex number at *s, up to the first other character; -1 if none. */
-static int hex_field(const char **s, const char *end, unsigned long *v)
-{
-	int digits = 0;
-	*v = 0;
-	for (; *s < end; (*s)++, digits++) {
-		char c = **s;
-		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
-		if (d == 16)
-			break;
-		*v = *v << 4 | d;
-	}
-	return digits ? 0 : -1;
-}
-
 static void skip_field(const char **s, const char *end)
 {
 	while (*s < end && **s != ' ')
@@ -55,13 +40,13 @@ static void skip_field(const char **s, const char *end)
 static int parse_line(const char *s, const char *end, struct maps_line *l)
 {
 	unsigned long start, stop;
-	if (hex_field(&s, end, &start) || s == end || *s++ != '-' || hex_field(&s, end, &stop))
+	if (procfile_hex(&s, end, &start) || s == end || *s++ != '-' || procfile_hex(&s, end, &stop))
 		return -1;
 	skip_field(&s, end);	/* the space */
 	skip_field(&s, end);	/* perms */
 	skip_field(&s, end);	/* offset */
 	unsigned long major, minor;
-	if (hex_field(&s, end, &major) || s == end || *s++ != ':' || hex_field(&s, end, &minor))
+	if (procfile_hex(&s, end, &major) || s == end || *s++ != ':' || procfile_hex(&s, end, &minor))
 		return -1;
 	skip_field(&s, end);
 	unsigned long ino = 0;
