@@ -121,6 +121,9 @@ $(B)/test/unit/launcher_json_write: $(UNIT_OBJS_launcher_json_write)
 # Reads this process's own /proc/self/maps, with bufsel's system calls.
 UNIT_OBJS_shadow_maps := $(addprefix $(B)/obj/preload/,shadow/shadow_maps.o procfile.o sys.o)
 $(B)/test/unit/shadow_maps: $(UNIT_OBJS_shadow_maps)
+# Signals put off while a lock is held, with bufsel's system calls.
+UNIT_OBJS_preload_sigdefer := $(addprefix $(B)/obj/preload/,intercept/sigdefer.o state.o sys.o)
+$(B)/test/unit/preload_sigdefer: $(UNIT_OBJS_preload_sigdefer)
 
 $(B)/test/unit/%: test/unit/%.c $(UNIT_LIBOBJS)
 	@mkdir -p $(dir $@)

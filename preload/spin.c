@@ -9,22 +9,41 @@
 #include "preload/spin.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/syscall.h>
 
 __thread int spin_tid __attribute__((tls_model("initial-exec")));
+__thread unsigned spin_held __attribute__((tls_model("initial-exec")));
+__thread uint64_t spin_deferred __attribute__((tls_model("initial-exec")));
 
 long sys_call6(long nr, long a1, long a2, long a3, long a4, long a5, long a6) __attribute__((weak));
 
-static long raw3(long nr, long a1, long a2, long a3)
+static long raw4(long nr, long a1, long a2, long a3, long a4)
 {
 	if (sys_call6)
-		return sys_call6(nr, a1, a2, a3, 0, 0, 0);
+		return sys_call6(nr, a1, a2, a3, a4, 0, 0);
 	long ret;
+	register long r10 __asm__("r10") = a4;
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10)
 			 : "rcx", "r11", "memory");
 	return ret;
+}
+
+static long raw3(long nr, long a1, long a2, long a3)
+{
+	return raw4(nr, a1, a2, a3, 0);
+}
+
+/* The signals put off while this thread held a lock were queued again and
+ * blocked (sigdefer.c): opening them delivers them here, with no lock held,
+ * as natively a signal is delivered when a system call returns. */
+void spin_deliver_deferred(void)
+{
+	uint64_t m = spin_deferred;
+	spin_deferred = 0;
+	raw4(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&m, 0, sizeof(m));
 }
 
 int spin_tid_fetch(void)

@@ -20,6 +20,15 @@ struct ksigaction {
 	uint64_t mask;
 };
 
+/* A handler of the program's behind bufsel's (intercept/sigdefer.c): fn
+ * NULL when the kernel holds the disposition itself.  seq is odd while
+ * sigaction rewrites it. */
+struct prog_handler {
+	atomic_uint seq;
+	_Atomic(void *) fn;
+	atomic_ulong flags;
+};
+
 struct bufsel_counters {
 	atomic_ulong setup, enter, reg, mmap, trapped, hooked, rings;
 	atomic_ulong patched;	/* calls that came through a patched site */
@@ -35,6 +44,8 @@ struct bufsel_state {
 	enum bufsel_trap trap;		/* what traps: AUTO here means nothing does */
 	struct ksigaction prog_sigsys;	/* what the program believes SIGSYS does */
 	atomic_int sigsys_lock;		/* guards prog_sigsys against concurrent sigaction */
+	struct prog_handler prog_handler[65];	/* by signal number */
+	atomic_int handler_lock;	/* one sigaction at a time rewrites prog_handler */
 	atomic_uint enter_flags_ok;	/* io_uring_enter flags the kernel was seen to accept */
 	atomic_uint warned;		/* enum log_once bits: warnings already given */
 	/* The process's completion mover (mover.c): 0 not started, 1 starting,

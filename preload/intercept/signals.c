@@ -8,6 +8,7 @@
 
 #include "preload/intercept/crash.h"
 #include "preload/intercept/real.h"
+#include "preload/intercept/sigdefer.h"
 #include "preload/state.h"
 #include "preload/sys.h"
 #include "preload/uaccess.h"
@@ -222,14 +223,34 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 			from_kernel(&kold, old);
 		return 0;
 	}
+	struct sigdefer_txn t;
+	int wrap = sigdefer_begin(sig, &t);
 	struct sigaction mine;
-	if (act && trap_owns_sigsys()) {
-		/* A handler that runs with SIGSYS blocked could not use io_uring. */
+	if (act && (trap_owns_sigsys() || wrap)) {
 		mine = *act;
-		sigdelset(&mine.sa_mask, SIGSYS);
+		/* A handler that runs with SIGSYS blocked could not use io_uring. */
+		if (trap_owns_sigsys())
+			sigdelset(&mine.sa_mask, SIGSYS);
+		if (wrap) {
+			void *fn = (void *)mine.sa_sigaction;
+			unsigned long flags = (unsigned long)mine.sa_flags;
+			sigdefer_wrap(&t, &fn, &flags);
+			mine.sa_sigaction = (void (*)(int, siginfo_t *, void *))fn;
+			mine.sa_flags = (int)flags;
+		}
 		act = &mine;
 	}
 	int r = REAL(sigaction)(sig, act, old);
+	if (wrap) {
+		if (!r && old) {
+			void *fn = (void *)old->sa_sigaction;
+			unsigned long flags = (unsigned long)old->sa_flags;
+			sigdefer_unwrap(&t, &fn, &flags);
+			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))fn;
+			old->sa_flags = (int)flags;
+		}
+		sigdefer_end(&t, r != 0);
+	}
 	if (!r && old && !(old->sa_flags & SA_SIGINFO) && crash_is_ours((const void *)old->sa_handler))
 		old->sa_handler = SIG_DFL;
 	else if (!r && old && (old->sa_flags & SA_SIGINFO) && crash_is_ours((const void *)old->sa_sigaction)) {
@@ -247,8 +268,22 @@ long signals_rt_sigaction(const long a[6])
 	if (a[1] && copy_from_prog(&act, (void *)a[1], sizeof(act)))
 		return -EFAULT;
 	if (a[0] != SIGSYS) {
+		struct sigdefer_txn t;
+		int wrap = sigdefer_begin((int)a[0], &t);
 		act.mask &= ~SIGSYS_BIT;
-		return sys_call6(SYS_rt_sigaction, a[0], a[1] ? (long)&act : 0, a[2], a[3], 0, 0);
+		if (wrap && a[1])
+			sigdefer_wrap(&t, &act.handler, &act.flags);
+		long r = sys_call6(SYS_rt_sigaction, a[0], a[1] ? (long)&act : 0, a[2] ? (long)&old : 0, a[3], 0, 0);
+		if (wrap) {
+			if (!r && a[2])
+				sigdefer_unwrap(&t, &old.handler, &old.flags);
+			sigdefer_end(&t, r != 0);
+		}
+		/* As the kernel: the new disposition stays when the old one
+		 * cannot be written. */
+		if (!r && a[2] && copy_to_prog((void *)a[2], &old, sizeof(old)))
+			return -EFAULT;
+		return r;
 	}
 	prog_swap(a[1] ? &act : NULL, &old);
 	if (a[2] && copy_to_prog((void *)a[2], &old, sizeof(old)))
@@ -258,8 +293,19 @@ long signals_rt_sigaction(const long a[6])
 
 EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
-	if (sig != SIGSYS || !trap_owns_sigsys())
-		return REAL(signal)(sig, handler);
+	if (sig != SIGSYS || !trap_owns_sigsys()) {
+		if (handler == SIG_ERR || handler == SIG_DFL || handler == SIG_IGN || !sigdefer_applies(sig))
+			return REAL(signal)(sig, handler);
+		/* Through the hook above, with glibc's BSD semantics, so that the
+		 * handler goes behind bufsel's. */
+		struct sigaction sa, old;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = handler;
+		sigemptyset(&sa.sa_mask);
+		sigaddset(&sa.sa_mask, sig);
+		sa.sa_flags = SA_RESTART;
+		return sigaction(sig, &sa, &old) ? SIG_ERR : old.sa_handler;
+	}
 	/* glibc's signal() has BSD semantics. */
 	struct ksigaction act = { .handler = (void *)handler, .flags = SA_RESTART }, old;
 	prog_swap(&act, &old);

@@ -292,7 +292,7 @@ static void *worker_main(void *arg)
 		enum wait_way way = (enum wait_way)((m + w->id) % W_WAYS);
 		sqe = get_sqe(&w->ring);
 		if (w->recv)
-			io_uring_prep_recv(sqe, w->rd, NULL, 0, 0);
+			io_uring_prep_recv(sqe, w->rd, NULL, BUFLEN, 0);
 		else
 			io_uring_prep_read(sqe, w->rd, NULL, BUFLEN, 0);
 		sqe->flags |= IOSQE_BUFFER_SELECT;
