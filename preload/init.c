@@ -23,6 +23,7 @@
 #include "preload/intercept/gate.h"
 #include "preload/intercept/patch.h"
 #include "preload/intercept/real.h"
+#include "preload/intercept/sigdefer.h"
 #include "preload/intercept/signals.h"
 #include "preload/intercept/site.h"
 #include "preload/intercept/trap.h"
@@ -47,6 +48,7 @@ static void after_fork_child(void)
 	mover_after_fork();
 	stats_after_fork();
 	atomic_store(&bufsel.sigsys_lock, 0);
+	sigdefer_after_fork();
 	dispatch_after_fork();
 }
 

@@ -131,3 +131,16 @@ void sigdefer_end(struct sigdefer_txn *t, int failed)
 	atomic_store_explicit(&bufsel.handler_lock, 0, memory_order_release);
 	sys_call6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&t->saved_mask, 0, sizeof(t->saved_mask), 0, 0);
 }
+
+/* Another thread of the parent may have been changing a disposition: that
+ * thread is not in the child, and its lock and an odd count would stay for
+ * ever (the entry it was writing is then the new one or the old). */
+void sigdefer_after_fork(void)
+{
+	atomic_store_explicit(&bufsel.handler_lock, 0, memory_order_relaxed);
+	for (int sig = 1; sig <= 64; sig++) {
+		struct prog_handler *h = &bufsel.prog_handler[sig];
+		if (atomic_load_explicit(&h->seq, memory_order_relaxed) & 1)
+			atomic_fetch_add_explicit(&h->seq, 1, memory_order_release);
+	}
+}

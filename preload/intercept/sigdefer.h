@@ -44,5 +44,6 @@ void sigdefer_wrap(struct sigdefer_txn *t, void **handler, unsigned long *flags)
 void sigdefer_unwrap(const struct sigdefer_txn *t, void **handler, unsigned long *flags);
 /* failed: the kernel refused the change, and the table goes back. */
 void sigdefer_end(struct sigdefer_txn *t, int failed);
+void sigdefer_after_fork(void);
 
 #endif
