@@ -297,9 +297,9 @@ bench-smoke: all bench-progs
 	sh bench/workloads/smoke.sh $(B)
 
 # The A/B benchmark suite (bench/suite.c and bench/suite/, docs/performance.md): every workload
-# of build/bench through `bufsel ab` natively, under emulate, passthrough and
-# kernel56; writes bench/results/latest.{json,md,svg} and prints the table.
-# make bench takes about 7.5 minutes on 2 cores, make bench-quick under 2 minutes.
+# of build/bench through `bufsel ab` natively (twice: native2 is the noise
+# floor), under emulate, passthrough and kernel56; writes bench/results/latest.{json,md,svg} and prints the table.
+# make bench takes about 9 minutes on 2 cores, make bench-quick about 2 minutes.
 # BENCH_RUNS, BENCH_SECONDS (and BENCH_WARMUP, BENCH_IDLE_ROUNDS) override.
 BENCH_PROGS ?= $(B)/bench
 BENCH_OUT   ?= bench/results

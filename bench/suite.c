@@ -1,12 +1,13 @@
 /*
  * The benchmark suite behind `make bench` and `make bench-quick`: every
  * workload of the table (bench/suite/workloads.c) through `bufsel ab --json`
- * with the arms native, emulate, passthrough and kernel56, then one report
- * of them all:
+ * with the arms native, native2 (native again: the run's noise floor, A/A),
+ * emulate, passthrough and kernel56, then one report of them all:
  *
  *   OUT/latest.json   the machine, the settings, every ab result whole, the bars
  *   OUT/latest.md     a table of ratios to native per workload and metric, the
- *                     idle-memory figures, and the bars marked pass or FAIL
+ *                     idle-memory figures, and the bars marked pass or FAIL,
+ *                     or noisy when native2 / native spans too much to judge
  *   OUT/latest.svg    the throughput ratios as a grouped bar chart (gnuplot)
  *   OUT/ab/NAME.*     each ab's own output: .txt (stdout), .err, .json
  *
@@ -85,12 +86,12 @@ int main(int argc, char **argv)
 		struct result *r = &suite_S.results[i];
 		failed += !r->ok;
 		printf("%.0f s", r->elapsed_s);
-		for (int a = 0; a < BUFSEL_ARMS && w->throughput; a++) {
+		for (int a = 0; a < RATIO_ARMS && w->throughput; a++) {
 			double ratio[3];
-			if (strstr(w->arms, suite_bufsel_arms[a]) && suite_arm_ratio(r, suite_bufsel_arms[a], w->throughput, ratio))
-				printf(", %s %.3fx", suite_bufsel_arms[a], ratio[0]);
-			else if (strstr(w->arms, suite_bufsel_arms[a]))
-				printf(", %s n/a", suite_bufsel_arms[a]);
+			if (strstr(w->arms, suite_ratio_arms[a]) && suite_arm_ratio(r, suite_ratio_arms[a], w->throughput, ratio))
+				printf(", %s %.3fx", suite_ratio_arms[a], ratio[0]);
+			else if (strstr(w->arms, suite_ratio_arms[a]))
+				printf(", %s n/a", suite_ratio_arms[a]);
 		}
 		printf("%s%s\n", r->ok ? "" : "; FAILED: ", r->ok ? "" : r->error);
 		fflush(stdout); // NOLINT(cert-err33-c): progress lines; the report files hold it all

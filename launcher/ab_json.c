@@ -75,12 +75,23 @@ static void json_ratio_one(struct json_writer *w, const struct arm *a, unsigned 
 	jw_number(w, "median", s.median);
 	jw_number(w, "min", s.min);
 	jw_number(w, "max", s.max);
+	if (a != ab.aa) {
+		/* The run's noise floor, as the text report shows it. */
+		struct spread n = ab_noise(m);
+		const char *verdict = s.n ? ab_against_noise(m, s.median) : NULL;
+		jw_number(w, "aa_min", n.n ? n.min : NAN);
+		jw_number(w, "aa_max", n.n ? n.max : NAN);
+		if (verdict)
+			jw_string(w, "against_noise", verdict);
+		else
+			jw_null(w, "against_noise");
+	}
 	jw_end(w);
 }
 
 static void json_ratio(struct json_writer *w, const struct arm *a)
 {
-	if (!a->def->mode || !ab.native || a->failed) {
+	if (a == ab.native || !ab.native || a->failed) {
 		jw_null(w, "ratio");
 		return;
 	}

@@ -98,3 +98,27 @@ bool ab_compared(unsigned m)
 {
 	return m >= M_BUILTIN || ab_builtin_ratio[m];
 }
+
+struct spread ab_noise(unsigned m)
+{
+	struct spread none = { 0, NAN, NAN, NAN };
+	if (!ab.aa || !ab.native || ab.aa->failed)
+		return none;
+	double *r = ab_xcalloc(ab.runs, sizeof(double));
+	ab_pair_ratios(ab.aa, m, r);
+	struct spread s = ab_spread_of(r, ab.runs);
+	free(r);
+	return s;
+}
+
+const char *ab_against_noise(unsigned m, double median)
+{
+	struct spread n = ab_noise(m);
+	if (!n.n || !isfinite(median))
+		return NULL;
+	/* Native against itself spans min..max: a ratio inside that span is
+	 * what this run cannot tell from 1. */
+	if (median >= n.min && median <= n.max)
+		return "within noise";
+	return (median > n.max) == ab_higher_is_better(m) ? "better" : "worse";
+}

@@ -27,6 +27,8 @@
 
 static const struct arm_def arm_defs[] = {
 	{ "native", NULL, NULL, NULL, "the program alone: bufsel not preloaded, BUFSEL_* removed" },
+	{ "native2", NULL, NULL, NULL,
+	  "the program alone again: native2 / native is this run's noise floor (A/A), which every other ratio is judged against" },
 	{ "emulate", "emulate", "native", "on", "under bufsel, BUFSEL_MODE=emulate" },
 	{ "passthrough", "passthrough", "native", "on", "under bufsel, BUFSEL_MODE=passthrough: the interception alone" },
 	{ "kernel56", "emulate", "5.6", "on", "under bufsel, BUFSEL_MODE=emulate BUFSEL_KERNEL=5.6" },
@@ -49,12 +51,12 @@ static void help(void)
 	       "Options:\n"
 	       "  --runs N            rounds measured (default %d, at most %d)\n"
 	       "  --warmup N          rounds run first and not counted (default %d)\n"
-	       "  --arms LIST         comma-separated arms, in this order (default native,emulate):\n",
+	       "  --arms LIST         comma-separated arms, in this order (default native,native2,emulate):\n",
 	       AB_DEFAULT_RUNS, AB_MAX_RUNS, AB_DEFAULT_WARMUP);
 	for (size_t i = 0; i < ARM_DEFS; i++)
 		printf("                        %-12s %s\n", arm_defs[i].name, arm_defs[i].help);
-	printf("  --optional LIST     bufsel arms that may fail: a failed run drops the arm\n"
-	       "                      (n/a, with the reason) instead of stopping ab\n"
+	printf("  --optional LIST     arms other than native that may fail: a failed run drops\n"
+	       "                      the arm (n/a, with the reason) instead of stopping ab\n"
 	       "  --conf FILE         BUFSEL_CONF for the bufsel arms\n"
 	       "  --set KEY=VALUE     a configuration key for the bufsel arms (repeatable);\n"
 	       "                      mode, kernel and stats belong to the arms\n"
@@ -66,11 +68,13 @@ static void help(void)
 	       "  -h, --help          print this help and exit\n"
 	       "\n"
 	       "Output: per arm, the median, min, max and spread ((max-min)/median) of wall_s,\n"
-	       "user_s, sys_s, cpu_s (user+sys), maxrss_kib and every metric; per bufsel arm,\n"
-	       "the ratio to native of wall_s, cpu_s, maxrss_kib and every metric, round i\n"
-	       "over round i: the median ratio and its min and max, with which way is better\n"
-	       "(a metric ending in _per_s, _per_sec, _per_second, bps, iops, qps, rps, tps\n"
-	       "or throughput is better higher, any other better lower); then the pool\n"
+	       "user_s, sys_s, cpu_s (user+sys), maxrss_kib and every metric; per arm other\n"
+	       "than native, the ratio to native of wall_s, cpu_s, maxrss_kib and every\n"
+	       "metric, round i over round i: the median ratio and its min and max, with\n"
+	       "which way is better (a metric ending in _per_s, _per_sec, _per_second, bps,\n"
+	       "iops, qps, rps, tps or throughput is better higher, any other better lower)\n"
+	       "and, with the native2 arm, the A/A range (native2 / native) beside it and\n"
+	       "whether the median is better, worse or within that noise; then the pool\n"
 	       "statistics bufsel wrote in the last round (BUFSEL_STATS), per buffer group.\n"
 	       "\n"
 	       "Exit status: 0 when every run exited 0 (an --optional arm may have failed);\n"
@@ -145,7 +149,7 @@ static void add_arm(const char *opt, const struct arm_def *def)
 static void mark_optional(const char *opt, const struct arm_def *def)
 {
 	struct arm *a = arm_find(def);
-	if (!def->mode)
+	if (def == &arm_defs[0])
 		ab_usage_error("%s: the native arm cannot be optional: every ratio needs it", opt);
 	if (!a)
 		ab_usage_error("%s: '%s' is not among the arms", opt, def->name);
@@ -155,7 +159,7 @@ static void mark_optional(const char *opt, const struct arm_def *def)
 /* Returns the index of PROGRAM in argv. */
 int ab_parse_options(int argc, char **argv)
 {
-	const char *arms = "native,emulate", *optional = NULL;
+	const char *arms = "native,native2,emulate", *optional = NULL;
 	static const char *const names[] = { "runs", "warmup", "arms", "optional", "conf", "set", "json", "timeout",
 					     "lib" };
 	enum { O_RUNS, O_WARMUP, O_ARMS, O_OPTIONAL, O_CONF, O_SET, O_JSON, O_TIMEOUT, O_LIB, O_COUNT };
@@ -244,6 +248,7 @@ int ab_parse_options(int argc, char **argv)
 	}
 	parse_arm_list("--arms", arms, add_arm);
 	ab.native = arm_find(&arm_defs[0]);
+	ab.aa = arm_find(&arm_defs[1]);
 	if (optional)
 		parse_arm_list("--optional", optional, mark_optional);
 	return i;

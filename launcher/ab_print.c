@@ -64,8 +64,14 @@ static void print_arm(const struct arm *a, int w)
 static void print_ratios(const struct arm *a, int w)
 {
 	double *r = ab_xcalloc(ab.runs, sizeof(double));
-	printf("%s / native, round by round (%u pairs):\n", a->def->name, a->done < ab.native->done ? a->done : ab.native->done);
-	printf("  %-*s %9s %9s %9s  %s\n", w, "measure", "median", "min", "max", "better");
+	/* The other arms are judged against native2's spread, beside theirs. */
+	bool floor = a != ab.aa && ab.aa && !ab.aa->failed;
+	printf("%s / native%s, round by round (%u pairs):\n", a->def->name,
+	       a == ab.aa ? " (A/A: this run's noise floor)" : "", a->done < ab.native->done ? a->done : ab.native->done);
+	printf("  %-*s %9s %9s %9s  %s", w, "measure", "median", "min", "max", "better");
+	if (floor)
+		printf("  %-13s  %s", "A/A", "median is");
+	putchar('\n');
 	for (unsigned m = 0; m < ab.nmeasures; m++) {
 		if (!ab_compared(m) || (!ab_reported(a, m) && !ab_reported(ab.native, m)))
 			continue;
@@ -77,8 +83,17 @@ static void print_ratios(const struct arm *a, int w)
 			       n.n && n.min == 0 && n.max == 0 ? "(0 natively)" : "(no round has it in both arms)");
 			continue;
 		}
-		printf("  %-*s %8.3fx %8.3fx %8.3fx  %s\n", w, ab.measure[m], s.median, s.min, s.max,
-		       ab_higher_is_better(m) ? "higher" : "lower");
+		const char *better = ab_higher_is_better(m) ? "higher" : "lower";
+		printf("  %-*s %8.3fx %8.3fx %8.3fx  %-*s", w, ab.measure[m], s.median, s.min, s.max,
+		       floor ? 6 : 0, better);
+		if (floor) {
+			struct spread n = ab_noise(m);
+			char range[32] = "-";
+			if (n.n)
+				snprintf(range, sizeof(range), "%.3f-%.3fx", n.min, n.max);
+			printf("  %-13s  %s", range, n.n ? ab_against_noise(m, s.median) : "(no A/A pair)");
+		}
+		putchar('\n');
 	}
 	putchar('\n');
 	free(r);
@@ -137,7 +152,7 @@ void ab_print_report(void)
 		print_arm(&ab.arms[i], w);
 	for (unsigned i = 0; i < ab.narms; i++) {
 		const struct arm *a = &ab.arms[i];
-		if (!a->def->mode)
+		if (a == ab.native)
 			continue;
 		if (a->failed)
 			printf("%s / native: n/a: %s, %s\n\n", a->def->name, a->where, a->reason);

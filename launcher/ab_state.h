@@ -29,7 +29,7 @@ struct arm_def {
 };
 
 /* The rows of arm_defs[] in ab_options.c, which checks the count. */
-#define ARM_DEFS ((size_t)5)
+#define ARM_DEFS ((size_t)6)
 
 struct run_result {
 	double v[AB_MAX_MEASURES];	/* NaN: not reported in this run */
@@ -90,6 +90,7 @@ struct ab_state {
 	struct arm arms[ARM_DEFS];	/* in the order given */
 	unsigned narms;
 	struct arm *native;
+	struct arm *aa;			/* native2: native again, the run's noise floor; NULL without */
 	char *measure[AB_MAX_MEASURES];
 	unsigned nmeasures;
 	bool warned_token, warned_full;

@@ -137,13 +137,13 @@ static void table_row(FILE *f, const struct workload *w, const struct result *r,
 	double ratio[3];
 	fprintf(f, "| %s | %s %s | %s |", w->title, metric, higher_better(metric) ? "(higher better)" : "(lower better)",
 		fmt_value(v, suite_arm_median(r, "native", metric)));
-	for (int i = 0; i < BUFSEL_ARMS; i++) {
-		if (!strstr(w->arms, suite_bufsel_arms[i]))
+	for (int i = 0; i < RATIO_ARMS; i++) {
+		if (!strstr(w->arms, suite_ratio_arms[i]))
 			fputs(" - |", f);
-		else if (suite_arm_ratio(r, suite_bufsel_arms[i], metric, ratio))
+		else if (suite_arm_ratio(r, suite_ratio_arms[i], metric, ratio))
 			fprintf(f, " %.3fx (%.3f-%.3f) |", ratio[0], ratio[1], ratio[2]);
 		else {
-			suite_arm_missing(r, suite_bufsel_arms[i], why, sizeof(why));
+			suite_arm_missing(r, suite_ratio_arms[i], why, sizeof(why));
 			fputs(why[0] ? " n/a |" : " - |", f);
 		}
 	}
@@ -160,9 +160,10 @@ void suite_write_md(void)
 	fprintf(f, "%s: %u rounds after %u warm-up round%s, --seconds %s, --rounds %s (idle); %.0f s in all.\n\n",
 		suite_S.set.quick ? "make bench-quick" : "make bench", suite_S.set.runs, suite_S.set.warmup, suite_S.set.warmup == 1 ? "" : "s",
 		suite_S.set.seconds, suite_S.set.idle_rounds, suite_S.elapsed_s);
-	fputs("Ratios are bufsel / native, round by round: the median of the pairs and (min-max).\n\n", f);
-	fputs("| workload | metric | native | emulate ratio | passthrough ratio | kernel56 ratio | trap ratio |\n", f);
-	fputs("|---|---|---|---|---|---|---|\n", f);
+	fputs("Ratios are an arm / native, round by round: the median of the pairs and (min-max). native2 is the "
+	      "program alone again: its ratio is this run's noise floor (A/A).\n\n", f);
+	fputs("| workload | metric | native | native2 ratio (A/A) | emulate ratio | passthrough ratio | kernel56 ratio | trap ratio |\n", f);
+	fputs("|---|---|---|---|---|---|---|---|\n", f);
 	for (size_t i = 0; i < WORKLOADS; i++) {
 		const struct workload *w = &suite_workloads[i];
 		const struct result *r = &suite_S.results[i];
@@ -171,7 +172,7 @@ void suite_write_md(void)
 		int nat = suite_arm_node(r, "native");
 		int metrics = nat >= 0 ? suite_at(&r->doc, nat, "summary.metrics") : -1;
 		if (metrics < 0 || r->doc.nodes[metrics].type != JSON_OBJECT) {
-			fprintf(f, "| %s | - | FAILED | | | | |\n", w->title);
+			fprintf(f, "| %s | - | FAILED | | | | | |\n", w->title);
 			continue;
 		}
 		table_row(f, w, r, w->span == SPAN_SECONDS ? "cpu_s" : "wall_s");
@@ -220,7 +221,10 @@ void suite_write_md(void)
 	for (size_t i = 0; i < BARS; i++) {
 		const struct bar_outcome *o = &suite_S.outcomes[i];
 		suite_bar_text(&suite_bars[i], text, sizeof(text));
-		fprintf(f, "| %s | %s | %s |\n", text, o->measured[0] ? o->measured : o->why, o->result);
+		if (o->measured[0] && o->why[0])
+			fprintf(f, "| %s | %s: %s | %s |\n", text, o->measured, o->why, o->result);
+		else
+			fprintf(f, "| %s | %s | %s |\n", text, o->measured[0] ? o->measured : o->why, o->result);
 	}
 
 	bool header = false;
@@ -228,17 +232,17 @@ void suite_write_md(void)
 		const struct result *r = &suite_S.results[i];
 		if (!r->ran)
 			continue;
-		const char *arms[] = { "native", "emulate", "passthrough", "kernel56", "trap" };
-		for (int k = 0; k < 5; k++) {
-			if (!strstr(suite_workloads[i].arms, arms[k]))
+		for (int k = -1; k < RATIO_ARMS; k++) {
+			const char *arm = k < 0 ? "native" : suite_ratio_arms[k];
+			if (!strstr(suite_workloads[i].arms, arm))
 				continue;
-			suite_arm_missing(r, arms[k], why, sizeof(why));
+			suite_arm_missing(r, arm, why, sizeof(why));
 			if (!why[0])
 				continue;
 			if (!header)
 				fputs("\n## Not measured\n\n", f);
 			header = true;
-			fprintf(f, "- %s, %s: %s\n", suite_workloads[i].title, arms[k], why);
+			fprintf(f, "- %s, %s: %s\n", suite_workloads[i].title, arm, why);
 		}
 	}
 	close_out(f, path);

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-const char *const suite_bufsel_arms[] = { "emulate", "passthrough", "kernel56", "trap" };
+const char *const suite_ratio_arms[] = { "native2", "emulate", "passthrough", "kernel56", "trap" };
 
 const struct workload suite_workloads[] = {
 	{ "echo-c1-s64", "echo, 1 conn, 64 B", "echo", { "--conns", "1", "--size", "64" }, SPAN_SECONDS, TRAP_ARMS,

@@ -359,6 +359,43 @@ static uint64_t u64(int from, const char *path)
 	return v;
 }
 
+/*
+ * The default arms carry native2, the program alone a second time: native2 /
+ * native is the run's noise floor, and every other ratio is printed beside
+ * it and judged against it.  The script reports 1000 natively and 500 under
+ * bufsel, so the floor is exactly 1 and emulate is worse beyond it.
+ */
+Test(ab, native2_is_the_noise_floor, .timeout = 120)
+{
+	write_env_script("");
+	static const char *const args[] = { "--runs", "2", "--json", json_path, "--", script, NULL };
+	ab(args, NULL);
+	harness_expect_exit(&run_a, 0, "bufsel ab --runs 2");
+	expect_out("arms: native, native2, emulate (reversed every other round)\n");
+	expect_out("\nnative2 / native (A/A: this run's noise floor), round by round (2 pairs):\n");
+	cr_assert_eq(lines_with_words("ops_per_s 1.000x 1.000x 1.000x higher"), 1, "stdout:\n%s", run_a.out);
+	cr_assert_eq(lines_with_words("ops_per_s 0.500x 0.500x 0.500x higher 1.000-1.000x worse"), 1, "stdout:\n%s",
+		     run_a.out);
+	cr_assert_eq(lines_with_words("lat_us 4.000x 4.000x 4.000x lower 1.000-1.000x worse"), 1, "stdout:\n%s",
+		     run_a.out);
+
+	load_json(json_path);
+	cr_assert_eq(count(0, "arm_order"), 3);
+	cr_assert_str_eq(str(0, "arm_order.1"), "native2");
+	int aa = must(0, "arms.native2"), emu = must(0, "arms.emulate");
+	for (int r = 0; r < 2; r++) {
+		char path[32];
+		snprintf(path, sizeof(path), "runs.%d.metrics.preloaded", r);
+		cr_assert_eq(num(aa, path), 0, "native2 runs the program alone");
+	}
+	cr_assert_eq(num(aa, "ratio.metrics.ops_per_s.median"), 1);
+	cr_assert_lt(at(aa, "ratio.metrics.ops_per_s.against_noise"), 0, "native2 is not judged against itself");
+	cr_assert_eq(num(emu, "ratio.metrics.ops_per_s.aa_min"), 1);
+	cr_assert_eq(num(emu, "ratio.metrics.ops_per_s.aa_max"), 1);
+	cr_assert_str_eq(str(emu, "ratio.metrics.ops_per_s.against_noise"), "worse");
+	cr_assert_str_eq(str(emu, "ratio.metrics.lat_us.against_noise"), "worse");
+}
+
 Test(ab, pool_statistics_of_a_program_that_provides_buffers, .timeout = 120)
 {
 	const char *prog = harness_built(1, "test/prog/bs_read");
@@ -550,7 +587,7 @@ Test(ab, bad_command_lines, .timeout = 60)
 {
 	static const struct bad_line cases[] = {
 		{ { "--arms", "native,fast", "--", "true" },
-		  "bufsel: ab: --arms: unknown arm 'fast' (arms: native, emulate, passthrough, kernel56, trap) (bufsel ab "
+		  "bufsel: ab: --arms: unknown arm 'fast' (arms: native, native2, emulate, passthrough, kernel56, trap) (bufsel ab "
 		  "--help)\n" },
 		{ { "--arms", "native,native", "--", "true" }, "bufsel: ab: --arms: 'native' given twice (bufsel ab --help)\n" },
 		{ { "--runs", "0", "--", "true" },
