@@ -9,6 +9,7 @@
  *                     idle-memory figures, and the bars marked pass or FAIL,
  *                     or noisy when native2 / native spans too much to judge
  *   OUT/latest.svg    the throughput ratios as a grouped bar chart (gnuplot)
+ *   OUT/latest-latency.svg  the echo round trip's p50/p90/p99/p99.9 per arm
  *   OUT/ab/NAME.*     each ab's own output: .txt (stdout), .err, .json
  *
  * and the Markdown on stdout at the end.  kernel56 is optional in every ab
@@ -26,7 +27,7 @@
  * This file is the order of the run; the rest is in bench/suite/, a file
  * per part: workloads.c (the table), options.c, machine.c, run.c (one ab),
  * results.c (reading ab's JSON), bars.c (the bars and their judging),
- * report.c (latest.json, latest.md), chart.c (latest.svg), state.c (the
+ * report.c (latest.json, latest.md), chart.c (the two SVGs), state.c (the
  * suite's state, which all of them share) and util.c.
  */
 #define _GNU_SOURCE
@@ -114,7 +115,7 @@ int main(int argc, char **argv)
 		fwrite(md, 1, len, stdout); // NOLINT(cert-err33-c): a copy of latest.md, which is written
 	free(md);
 	printf("\nbench: %s/latest.json, latest.md%s; each ab's output in %s/ab/\n", suite_S.set.out,
-	       chart ? "" : ", latest.svg", suite_S.set.out);
+	       chart ? "" : ", latest.svg, latest-latency.svg", suite_S.set.out);
 	if (failed)
 		printf("bench: %zu workload%s could not be measured (see above)\n", failed, failed == 1 ? "" : "s");
 	for (size_t i = 0; i < WORKLOADS; i++)

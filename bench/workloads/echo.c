@@ -14,7 +14,7 @@
  * without bufsel: N connections, one message in flight on each. The client
  * measures throughput and round-trip latency; this process measures its own
  * CPU time between the client's START and END records, and prints
- *   bench: msgs_per_s=.. p50_us=.. p99_us=.. server_cpu_us_per_msg=..
+ *   bench: msgs_per_s=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. server_cpu_us_per_msg=..
  * Every echoed byte is checked by the client; at the end every buffer must be
  * back in the group (ring_check_group).
  */
@@ -256,7 +256,7 @@ int main(int argc, char **argv)
 	opts_parse(argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
 		   "TCP echo server on 127.0.0.1: RECV with IOSQE_BUFFER_SELECT, SEND from the buffer, PROVIDE it\n"
 		   "again; driven by build/bench/echo_client (one message in flight per connection).\n"
-		   "Prints: bench: msgs_per_s= p50_us= p99_us= server_cpu_us_per_msg=");
+		   "Prints: bench: msgs_per_s= p50_us= p90_us= p99_us= p999_us= server_cpu_us_per_msg=");
 	if (!s.bufs)
 		s.bufs = s.conns < 16 ? 16 : s.conns > 65536 ? 65536 : s.conns;
 	if (!s.buf_len)
@@ -313,9 +313,9 @@ int main(int argc, char **argv)
 	printf("echo: conns=%lu size=%lu bufs=%lu buf_len=%lu recvs=%lu enobufs=%lu (%lu issued again at once) "
 	       "held_peak=%lu\n",
 	       s.conns, s.size, s.bufs, s.buf_len, s.recvs, s.wait.total, s.wait.at_once, s.held_peak);
-	printf("bench: msgs_per_s=%.1f p50_us=%.2f p99_us=%.2f server_cpu_us_per_msg=%.3f\n",
-	       (double)r->msgs * 1e9 / (double)r->elapsed_ns, r->p50_ns / 1e3, r->p99_ns / 1e3,
-	       (s.cpu_end - s.cpu_start) / (double)r->msgs);
+	printf("bench: msgs_per_s=%.1f p50_us=%.2f p90_us=%.2f p99_us=%.2f p999_us=%.2f server_cpu_us_per_msg=%.3f\n",
+	       (double)r->msgs * 1e9 / (double)r->elapsed_ns, r->p50_ns / 1e3, r->p90_ns / 1e3, r->p99_ns / 1e3,
+	       r->p999_ns / 1e3, (s.cpu_end - s.cpu_start) / (double)r->msgs);
 
 	close(s.listen_fd);
 	close(rep[0]);

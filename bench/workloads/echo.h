@@ -16,7 +16,7 @@ struct echo_record {
 	uint32_t conns;
 	uint64_t msgs;	     /* messages echoed and checked inside the measurement */
 	uint64_t elapsed_ns; /* the measurement's length */
-	double p50_ns, p99_ns;
+	double p50_ns, p90_ns, p99_ns, p999_ns;
 };
 
 /* Message seq of connection conn holds the pattern from pattern_pos(conn, seq) on. */

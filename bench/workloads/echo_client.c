@@ -229,7 +229,9 @@ int main(int argc, char **argv)
 		.msgs = e.done,
 		.elapsed_ns = e.t_end - e.t_measure,
 		.p50_ns = latency_percentile(&e.lat, 50),
+		.p90_ns = latency_percentile(&e.lat, 90),
 		.p99_ns = latency_percentile(&e.lat, 99),
+		.p999_ns = latency_percentile(&e.lat, 99.9),
 	};
 	write_full((int)e.report_fd, &r, sizeof(r));
 	for (unsigned i = 0; i < e.conns; i++)
