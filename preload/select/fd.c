@@ -23,7 +23,28 @@
 #include "preload/select/opdef.h"
 #include "preload/select/req.h"
 #include "preload/shadow/ring.h"
+#include "preload/shadow/ring_io.h"
 #include "preload/sys.h"
+
+/* The last fd asked about in a program's enter, while ring_io.h's epoch
+ * says nothing can have opened or closed one since (this thread's). */
+static __thread struct {
+	unsigned epoch;
+	int fd, closed;
+} open_memo __attribute__((tls_model("initial-exec")));
+
+static int fd_closed(int fd)
+{
+	if (ring_enter_depth && open_memo.epoch == ring_kernel_epoch && open_memo.fd == fd)
+		return open_memo.closed;
+	int closed = sys_call3(SYS_fcntl, fd, F_GETFD, 0) < 0;
+	if (ring_enter_depth) {
+		open_memo.epoch = ring_kernel_epoch;
+		open_memo.fd = fd;
+		open_memo.closed = closed;
+	}
+	return closed;
+}
 
 /* A descriptor the kernel cannot resolve: a plain fd that is not open, or a
  * fixed-file index past the ring's table (io_file_get_fixed: -EBADF). */
@@ -31,7 +52,7 @@ int rewrite_bad_file(const struct ring *r, const struct io_uring_sqe *sqe)
 {
 	if (sqe->flags & IOSQE_FIXED_FILE)
 		return (unsigned)sqe->fd >= r->files_nr;
-	return sys_call3(SYS_fcntl, sqe->fd, F_GETFD, 0) < 0;
+	return fd_closed(sqe->fd);
 }
 
 /* SO_TYPE (SOCK_STREAM, SOCK_DGRAM, ...), or -errno. */

@@ -131,6 +131,7 @@ void rewrite_followup(struct ring *r, int unattended)
 		unsigned flags = r->setup_flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP
 				 : !unattended && r->enter_tw	      ? IORING_ENTER_GETEVENTS
 									      : 0;
+		ring_kernel_ran();
 		long ret = sys_call6(__NR_io_uring_enter, ring_fd(r), placed, 0, flags, 0, 0);
 		if (ret >= 0 && (unsigned long)ret < placed && !(r->setup_flags & IORING_SETUP_SQPOLL))
 			log_once(BUFSEL_LOG_ERROR, ONCE_HELD_SHORT, "the kernel took %ld of %u held SQEs", ret, placed);

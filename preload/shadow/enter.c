@@ -23,9 +23,13 @@
 
 #define ENTER_SUBMIT_FLAGS (IORING_ENTER_SQ_WAKEUP | IORING_ENTER_SQ_WAIT)
 
+__thread unsigned ring_enter_depth __attribute__((tls_model("initial-exec")));
+__thread unsigned ring_kernel_epoch __attribute__((tls_model("initial-exec")));
+
 static long real_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		       const void *argp, size_t argsz)
 {
+	ring_kernel_ran();
 	return sys_call6(__NR_io_uring_enter, ring_fd(r), to_submit, min_complete, flags, (long)argp,
 			 (long)argsz);
 }
@@ -301,8 +305,8 @@ bool enter_flags_valid(unsigned flags)
 	return true;
 }
 
-long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
-		const void *argp, size_t argsz)
+static long enter_ring(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
+		       const void *argp, size_t argsz)
 {
 	int sqpoll = r->setup_flags & IORING_SETUP_SQPOLL;
 	int wait = !!(flags & IORING_ENTER_GETEVENTS);
@@ -317,6 +321,10 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 
 	if (atomic_load_explicit(&r->inherited, memory_order_relaxed))
 		mover_adopt(r);
+	/* The mover's sign that the program is here (a plain store: an
+	 * increment lost to another thread's enter still changes it). */
+	atomic_store_explicit(&r->enters, atomic_load_explicit(&r->enters, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	complete_prune_waiters(r);
 
 	/* The program's CQ flags (IORING_CQ_EVENTFD_DISABLED) are its to set
@@ -353,6 +361,17 @@ long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsig
 	mover_reap_others(r);
 	atomic_store_explicit(&r->enter_cq_tail, atomic_load_explicit(r->sh.cq_tail, memory_order_relaxed),
 			      memory_order_relaxed);
+	return ret;
+}
+
+long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
+		const void *argp, size_t argsz)
+{
+	ring_enter_depth++;
+	ring_kernel_ran();
+	long ret = enter_ring(r, to_submit, min_complete, flags, argp, argsz);
+	ring_kernel_ran();
+	ring_enter_depth--;
 	return ret;
 }
 

@@ -357,6 +357,79 @@ void mover_sq_launch(struct ring *r)
 #define CLOSE_IDLE_MS	1000
 #define MS		1000000ull
 #define MOVER_WAKE	UINT64_MAX	/* the wake eventfd's epoll data; no ring's */
+/* How long a watch left off for a busy program stays off before the mover
+ * looks again: a completion the program does not enter for waits at most
+ * about twice this (it must have entered within the last period). */
+#define MOVER_RECHECK_MS 1
+#define WATCH_EVENTS (EPOLLIN | EPOLLET | EPOLLONESHOT)
+
+static uint64_t watch_data(const struct ring *r)
+{
+	return (uint64_t)r->serial << 32 | ring_slot(r);
+}
+
+/* Mover thread only.  The earliest recheck of a watch left off; 0: none. */
+static uint64_t next_recheck;
+
+/* The kernel's ring polls readable: CQEs it counts unconsumed (bufsel
+ * takes them without giving back their slots while a thread waits, or
+ * leaves them while the program's CQ is full), or CQEs in its overflow. */
+static int kernel_cq_readable(const struct ring *r)
+{
+	return atomic_load_explicit(r->rcq_tail, memory_order_acquire) !=
+		       atomic_load_explicit(r->rcq_head, memory_order_relaxed) ||
+	       (r->rsq_flags && (atomic_load_explicit(r->rsq_flags, memory_order_relaxed) & IORING_SQ_CQ_OVERFLOW));
+}
+
+static void recheck_later(struct ring *r, uint64_t now)
+{
+	r->mover_recheck_ns = now + MOVER_RECHECK_MS * MS;
+	if (!next_recheck || r->mover_recheck_ns < next_recheck)
+		next_recheck = r->mover_recheck_ns;
+}
+
+/*
+ * After a wake-up (the watch in ep is off; passed: the mover has just been
+ * over the ring or left it to a waiter) or at a recheck: arms the watch
+ * again if the program has not entered since the last look, else leaves it
+ * off for another period.  Arming on a ring that polls readable wakes the
+ * mover at once: right after a pass that is CQEs it could not move, and
+ * the watch stays off instead of turning the mover round and round; at a
+ * recheck it is the pass they wait for.
+ */
+static void watch_again(int ep, struct ring *r, uint64_t now, int passed)
+{
+	unsigned e = atomic_load_explicit(&r->enters, memory_order_relaxed);
+	if (e != r->mover_enters_seen || (passed && kernel_cq_readable(r))) {
+		r->mover_enters_seen = e;
+		recheck_later(r, now);
+		return;
+	}
+	struct epoll_event ev = { .events = WATCH_EVENTS, .data.u64 = watch_data(r) };
+	r->mover_recheck_ns = 0;
+	r->mover_armed = 1;
+	/* A failure: the ring's file has left the epoll, the ring is going. */
+	if (sys_call6(SYS_epoll_ctl, ep, EPOLL_CTL_MOD, ring_fd(r), (long)&ev, 0, 0))
+		r->mover_armed = 0;
+}
+
+static void recheck_one(int ep, struct ring *r, int *unused)
+{
+	(void)unused;
+	if (r->mover_armed || !r->mover_recheck_ns)
+		return;
+	uint64_t now = now_ns();
+	if (now >= r->mover_recheck_ns)
+		watch_again(ep, r, now, 0);
+	else if (!next_recheck || r->mover_recheck_ns < next_recheck)
+		next_recheck = r->mover_recheck_ns;
+}
+
+static void recheck_watches(int ep)
+{
+	next_recheck = 0;
+	ring_for_each_live(recheck_one, ep, NULL);
+}
 
 /* The next look's period: idle is published before the rings are looked
  * at, so a ring set up during the look either is seen or wakes the mover
@@ -379,13 +452,17 @@ static void *process_mover_main(void *arg)
 	uint64_t next_look = now_ns() + CLOSE_LOOK_MS * MS;
 	for (;;) {
 		int wait = -1;
-		if (look > 0) {
-			uint64_t t = now_ns();
-			wait = t >= next_look ? 0 : (int)((next_look - t + MS - 1) / MS);
+		if (look > 0 || next_recheck) {
+			uint64_t t = now_ns(), until = look > 0 ? next_look : next_recheck;
+			if (next_recheck && next_recheck < until)
+				until = next_recheck;
+			wait = t >= until ? 0 : (int)((until - t + MS - 1) / MS);
 		}
 		long n = sys_call6(SYS_epoll_pwait, ep, (long)ev, MOVER_BATCH, wait, 0, 0);
 		if (n == -EBADF || n == -EINVAL)
 			return NULL;	/* the program closed it after all: stop */
+		if (next_recheck && now_ns() >= next_recheck)
+			recheck_watches(ep);
 		if (look > 0) {
 			uint64_t t = now_ns();
 			if (t >= next_look) {
@@ -405,10 +482,12 @@ static void *process_mover_main(void *arg)
 			struct ring *r = ring_get_slot((unsigned)ev[i].data.u64, (unsigned)(ev[i].data.u64 >> 32));
 			if (!r)
 				continue;
+			r->mover_armed = 0;
 			/* The waiter moves it (ring.h, enter_waits_any); had it
 			 * stopped waiting before the CQE came, its count is down
 			 * by now, as it drops before the waiter's own reap. */
 			if (atomic_load_explicit(&r->enter_waits_any, memory_order_seq_cst)) {
+				watch_again(ep, r, now_ns(), 1);
 				ring_put(r);
 				continue;
 			}
@@ -427,6 +506,7 @@ static void *process_mover_main(void *arg)
 				}
 				atomic_store_explicit(&r->x->followup_busy, 0, memory_order_release);
 			}
+			watch_again(ep, r, now_ns(), 1);
 			mover_pass_leave();
 			ring_put_ending_pass(r);
 		}
@@ -490,11 +570,16 @@ int mover_watch(struct ring *r)
 	int ep = process_mover();
 	if (ep < 0)
 		return ep;
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
-				  .data.u64 = (uint64_t)r->serial << 32 | ring_slot(r) };
+	struct epoll_event ev = { .events = WATCH_EVENTS, .data.u64 = watch_data(r) };
+	/* Armed before the file is in the epoll, where the mover may see it. */
+	r->mover_armed = 1;
+	r->mover_recheck_ns = 0;
+	r->mover_enters_seen = atomic_load_explicit(&r->enters, memory_order_relaxed);
 	long err = sys_call6(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, ring_fd(r), (long)&ev, 0, 0);
-	if (err)
+	if (err) {
+		r->mover_armed = 0;
 		return (int)err;
+	}
 	r->cq_moved = 1;
 	r->watch_ep = ep;
 	/* A pinned ring lives on bufsel's fd after the program's unseen close:
@@ -523,6 +608,8 @@ static void unwatch(int fd, struct ring *r, int *first)
 	(void)fd;
 	(void)first;
 	r->watch_ep = -1;
+	r->mover_armed = 0;
+	r->mover_recheck_ns = 0;	/* the child's mover has no watch of it to arm */
 	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN))
 		r->cq_moved = 0;
 	atomic_store_explicit(&r->inherited, 1, memory_order_relaxed);

@@ -365,6 +365,20 @@ struct ring { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * has no fd left anywhere (ring_alive), which spares a walk of the fd
 	 * table, as long as bufsel's own highest fd. */
 	int watch_ep;
+	/*
+	 * A CQ commit wakes the mover once (EPOLLONESHOT), and the mover arms
+	 * the watch again only when the program has not entered the ring since
+	 * it last looked: an enter moves the CQEs itself on its way out, and a
+	 * wake-up for each commit made inside a busy program's enters cost a
+	 * page-cache READ a third of its rate.  enters is the program's count
+	 * (ring_enter, any thread); the rest is the mover's own: the watch is
+	 * armed, the count it saw when it left the watch off, and when it
+	 * looks again (MOVER_RECHECK_MS).
+	 */
+	atomic_uint enters;
+	int mover_armed;
+	unsigned mover_enters_seen;
+	uint64_t mover_recheck_ns;
 	int mover_wake_fd;	/* SQPOLL: eventfd that wakes the poller (IORING_ENTER_SQ_WAKEUP,
 				 * or the ring is gone) */
 	int mover_ep;		/* SQPOLL: the epoll the sleeping poller waits in: that

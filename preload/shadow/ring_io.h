@@ -108,6 +108,22 @@ void complete_post(struct ring *r, const struct io_uring_cqe *cqe);
 bool enter_flags_valid(unsigned flags);
 long ring_enter(struct ring *r, unsigned to_submit, unsigned min_complete, unsigned flags,
 		const void *argp, size_t argsz);
+/*
+ * This thread's program enters in progress, and a count that changes
+ * whenever the kernel may have run something of the program's since: an
+ * enter begins or ends, or bufsel hands the kernel SQEs (ring_kernel_ran).
+ * While both stay the same nothing but the program's other threads can
+ * have opened or closed an fd, which natively races the same way, so an
+ * answer about an fd may be kept (select/fd.c): a batch of 32 READs on one
+ * file asks whether it is open once, not 32 times.
+ */
+extern __thread unsigned ring_enter_depth __attribute__((tls_model("initial-exec")));
+extern __thread unsigned ring_kernel_epoch __attribute__((tls_model("initial-exec")));
+
+static inline void ring_kernel_ran(void)
+{
+	ring_kernel_epoch++;
+}
 /* The kernel answered -EBADF to an enter on fd: kret, or 0 for a wait the
  * completions bufsel had yet to move make up (enter.c). */
 long enter_closed_fd(int fd, unsigned to_submit, unsigned min_complete, unsigned flags, long kret);
