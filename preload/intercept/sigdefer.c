@@ -52,7 +52,13 @@ static void sigdefer_entry(int sig, siginfo_t *si, void *ucv)
 	void *fn;
 	unsigned long flags;
 	read_handler(sig, &fn, &flags);
-	if (spin_held && !(flags & SA_RESETHAND)) {
+	if (spin_deferred & BIT(sig)) {
+		/* The copy queued again, delivered although it should be
+		 * blocked: the mask the handler left in its context was not
+		 * restored (valgrind restores its own copy).  It runs here,
+		 * once, as it did before signals were put off. */
+		spin_deferred &= ~BIT(sig);
+	} else if (spin_held && !(flags & SA_RESETHAND)) {
 		/* Queued again for this thread (its own process may, whatever the
 		 * si_code), then blocked where it landed until the last lock is
 		 * let go (spin_deliver_deferred). */

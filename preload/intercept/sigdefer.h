@@ -15,6 +15,9 @@
  * trap) and handlers with SA_RESETHAND (the kernel resets the disposition
  * when it delivers to bufsel's handler: queued again it would meet SIG_DFL).
  * sigaction and the raw rt_sigaction report the program's own handler.
+ * Where the mask a handler leaves in its context is not what sigreturn
+ * restores (valgrind keeps its own), the queued copy comes back at once and
+ * runs where it lands, once: as if it had not been put off.
  */
 #ifndef BUFSEL_PRELOAD_SIGDEFER_H
 #define BUFSEL_PRELOAD_SIGDEFER_H

@@ -15,6 +15,7 @@
 #include "preload/intercept/sigdefer.h"
 #include "preload/spin.h"
 #include "preload/state.h"
+#include "preload/valgrind.h"
 
 static volatile sig_atomic_t handled;
 static volatile int got_code, got_pid, got_value;
@@ -72,6 +73,16 @@ static void send_self(int sig, int value)
 	cr_assert_eq(syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, &si), 0);
 }
 
+/* Natively a signal a thread sends itself unblocked is delivered as the
+ * system call returns; valgrind delivers it at a point of its own, soon
+ * after.  Waits up to 2 s for the count to reach n; the count. */
+static int await_handled(int n)
+{
+	for (int i = 0; handled < n && i < 20000; i++)
+		usleep(100);
+	return handled;
+}
+
 static int blocked(int sig)
 {
 	sigset_t cur;
@@ -87,9 +98,29 @@ static void setup(void)
 
 TestSuite(sigdefer, .init = setup);
 
+/* Under valgrind the mask a handler leaves in its context is not the one
+ * sigreturn restores: the signal cannot be held off, and must then run
+ * where it lands, once, rather than come back for ever. */
+Test(sigdefer, under_valgrind_it_runs_where_it_lands_once)
+{
+	static struct spin a;
+	if (!valgrind_running())
+		cr_skip_test("only under valgrind");
+	install(SIGUSR1, (void *)on_info, SA_SIGINFO, NULL);
+	spin_lock(&a);
+	send_self(SIGUSR1, 9);
+	cr_assert_eq(await_handled(1), 1);
+	cr_assert_eq(got_value, 9);
+	spin_unlock(&a);
+	cr_assert_eq(await_handled(2), 1, "run twice");
+	cr_assert_not(blocked(SIGUSR1));
+}
+
 Test(sigdefer, delivered_when_the_last_lock_is_let_go)
 {
 	static struct spin a, b;
+	if (valgrind_running())
+		cr_skip_test("valgrind restores its own copy of the mask (the test above)");
 	install(SIGUSR1, (void *)on_info, SA_SIGINFO, NULL);
 	spin_lock(&a);
 	spin_lock(&b);
@@ -99,7 +130,7 @@ Test(sigdefer, delivered_when_the_last_lock_is_let_go)
 	spin_unlock(&b);
 	cr_assert_eq(handled, 0, "the handler ran while a lock was held");
 	spin_unlock(&a);
-	cr_assert_eq(handled, 1);
+	cr_assert_eq(handled, 1, "delivered at the last unlock");
 	cr_assert_eq(got_code, SI_QUEUE, "the siginfo is the sender's");
 	cr_assert_eq(got_pid, getpid());
 	cr_assert_eq(got_value, 42);
@@ -110,6 +141,8 @@ Test(sigdefer, delivered_when_the_last_lock_is_let_go)
 Test(sigdefer, trylock_counts_and_a_failed_one_does_not)
 {
 	static struct spin a;
+	if (valgrind_running())
+		cr_skip_test("valgrind restores its own copy of the mask");
 	install(SIGUSR2, (void *)on_plain, 0, NULL);
 	cr_assert(spin_trylock(&a));
 	cr_assert_not(spin_trylock(&a), "held: a trylock fails");
@@ -124,7 +157,7 @@ Test(sigdefer, at_once_without_a_lock)
 {
 	install(SIGUSR1, (void *)on_info, SA_SIGINFO, NULL);
 	send_self(SIGUSR1, 7);
-	cr_assert_eq(handled, 1);
+	cr_assert_eq(await_handled(1), 1);
 	cr_assert_eq(got_value, 7);
 }
 
@@ -136,7 +169,7 @@ Test(sigdefer, resethand_is_not_put_off)
 	install(SIGUSR1, (void *)on_info, SA_SIGINFO | SA_RESETHAND, NULL);
 	spin_lock(&a);
 	send_self(SIGUSR1, 1);
-	cr_assert_eq(handled, 1);
+	cr_assert_eq(await_handled(1), 1);
 	spin_unlock(&a);
 	struct sigaction now;
 	cr_assert_eq(sigaction(SIGUSR1, NULL, &now), 0);
