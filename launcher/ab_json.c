@@ -78,7 +78,7 @@ static void json_ratio_one(struct json_writer *w, const struct arm *a, unsigned 
 	if (a != ab.aa) {
 		/* The run's noise floor, as the text report shows it. */
 		struct spread n = ab_noise(m);
-		const char *verdict = s.n ? ab_against_noise(m, s.median) : NULL;
+		const char *verdict = s.n ? ab_against_noise(m, s.median, n) : NULL;
 		jw_number(w, "aa_min", n.n ? n.min : NAN);
 		jw_number(w, "aa_max", n.n ? n.max : NAN);
 		if (verdict)

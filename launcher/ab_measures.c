@@ -111,14 +111,13 @@ struct spread ab_noise(unsigned m)
 	return s;
 }
 
-const char *ab_against_noise(unsigned m, double median)
+const char *ab_against_noise(unsigned m, double median, struct spread noise)
 {
-	struct spread n = ab_noise(m);
-	if (!n.n || !isfinite(median))
+	if (!noise.n || !isfinite(median))
 		return NULL;
 	/* Native against itself spans min..max: a ratio inside that span is
 	 * what this run cannot tell from 1. */
-	if (median >= n.min && median <= n.max)
+	if (median >= noise.min && median <= noise.max)
 		return "within noise";
-	return (median > n.max) == ab_higher_is_better(m) ? "better" : "worse";
+	return (median > noise.max) == ab_higher_is_better(m) ? "better" : "worse";
 }

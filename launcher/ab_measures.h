@@ -33,8 +33,9 @@ bool ab_compared(unsigned m);
 /* The run's noise floor for measure m: the native2 arm's pair ratios to
  * native (n 0 without that arm, or when it has no such pair). */
 struct spread ab_noise(unsigned m);
-/* Where a median ratio of measure m lies against that floor: "better" or
- * "worse" beyond its range, else "within noise"; NULL without a floor. */
-const char *ab_against_noise(unsigned m, double median);
+/* Where a median ratio of measure m lies against that floor (noise, from
+ * ab_noise): "better" or "worse" beyond its range, else "within noise";
+ * NULL without a floor. */
+const char *ab_against_noise(unsigned m, double median, struct spread noise);
 
 #endif

@@ -91,7 +91,7 @@ static void print_ratios(const struct arm *a, int w)
 			char range[32] = "-";
 			if (n.n)
 				snprintf(range, sizeof(range), "%.3f-%.3fx", n.min, n.max);
-			printf("  %-13s  %s", range, n.n ? ab_against_noise(m, s.median) : "(no A/A pair)");
+			printf("  %-13s  %s", range, n.n ? ab_against_noise(m, s.median, n) : "(no A/A pair)");
 		}
 		putchar('\n');
 	}

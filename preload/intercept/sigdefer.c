@@ -46,6 +46,14 @@ static void write_handler(int sig, void *fn, unsigned long flags)
 	atomic_fetch_add_explicit(&h->seq, 1, memory_order_release);
 }
 
+/* The signal queued again for this thread, siginfo and all (its own
+ * process may, whatever the si_code): 0, or -errno. */
+static long requeue(int sig, siginfo_t *si)
+{
+	long pid = sys_call3(SYS_getpid, 0, 0, 0);
+	return sys_call6(SYS_rt_tgsigqueueinfo, pid, spin_self(), sig, (long)si, 0, 0);
+}
+
 /* What the kernel runs for a wrapped signal. */
 static void sigdefer_entry(int sig, siginfo_t *si, void *ucv)
 {
@@ -59,11 +67,9 @@ static void sigdefer_entry(int sig, siginfo_t *si, void *ucv)
 		 * once, as it did before signals were put off. */
 		spin_deferred &= ~BIT(sig);
 	} else if (spin_held && !(flags & SA_RESETHAND)) {
-		/* Queued again for this thread (its own process may, whatever the
-		 * si_code), then blocked where it landed until the last lock is
-		 * let go (spin_deliver_deferred). */
-		long pid = sys_call3(SYS_getpid, 0, 0, 0);
-		if (!sys_call6(SYS_rt_tgsigqueueinfo, pid, spin_self(), sig, (long)si, 0, 0)) {
+		/* Queued again, then blocked where it landed until the last lock
+		 * is let go (spin_deliver_deferred). */
+		if (!requeue(sig, si)) {
 			ucontext_t *uc = ucv;
 			uint64_t mask;
 			__builtin_memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
@@ -77,8 +83,7 @@ static void sigdefer_entry(int sig, siginfo_t *si, void *ucv)
 		/* sigaction on another thread has just made it SIG_DFL or
 		 * SIG_IGN, and is about to tell the kernel: what it installs
 		 * decides. */
-		long pid = sys_call3(SYS_getpid, 0, 0, 0);
-		sys_call6(SYS_rt_tgsigqueueinfo, pid, spin_self(), sig, (long)si, 0, 0);
+		requeue(sig, si);
 		return;
 	}
 	if (flags & SA_SIGINFO)

@@ -381,11 +381,16 @@ static int kernel_cq_readable(const struct ring *r)
 	       (r->rsq_flags && (atomic_load_explicit(r->rsq_flags, memory_order_relaxed) & IORING_SQ_CQ_OVERFLOW));
 }
 
+static void recheck_at(uint64_t ns)
+{
+	if (!next_recheck || ns < next_recheck)
+		next_recheck = ns;
+}
+
 static void recheck_later(struct ring *r, uint64_t now)
 {
 	r->mover_recheck_ns = now + MOVER_RECHECK_MS * MS;
-	if (!next_recheck || r->mover_recheck_ns < next_recheck)
-		next_recheck = r->mover_recheck_ns;
+	recheck_at(r->mover_recheck_ns);
 }
 
 /*
@@ -421,8 +426,8 @@ static void recheck_one(int ep, struct ring *r, int *unused)
 	uint64_t now = now_ns();
 	if (now >= r->mover_recheck_ns)
 		watch_again(ep, r, now, 0);
-	else if (!next_recheck || r->mover_recheck_ns < next_recheck)
-		next_recheck = r->mover_recheck_ns;
+	else
+		recheck_at(r->mover_recheck_ns);
 }
 
 static void recheck_watches(int ep)
